@@ -1,0 +1,278 @@
+"""``shad vault ...``: index, status, search, note and links for one or more vaults."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import UsageError
+from .vault import Hit, Vault, VaultSet
+
+__all__ = ["vault_group"]
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+vault_option = click.option(
+    "--vault",
+    "vaults",
+    multiple=True,
+    required=True,
+    metavar="DIR",
+    help="Vault folder; repeat for layered vaults (first has priority).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+@contextmanager
+def _progress(label: str, enabled: bool) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total or None)
+
+        yield update
+
+
+def _open(paths: tuple[str, ...], show_progress: bool = True) -> VaultSet:
+    vaults = VaultSet([Vault(p) for p in paths])
+    for v in vaults:
+        if v.index.is_empty():
+            with _progress(f"indexing {v.id}", show_progress) as update:
+                v.refresh(update)
+        else:
+            v.refresh()
+        if not v.list_notes():
+            raise UsageError(
+                f"vault {v.id!r} has no notes: {v.root}",
+                hint="point --vault at a folder that contains .md files",
+            )
+    return vaults
+
+
+@click.group("vault")
+def vault_group() -> None:
+    """Read, index and search Obsidian vaults."""
+
+
+@vault_group.command("index")
+@vault_option
+@json_option
+def index_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
+    """Build or update the search index (only changed notes are re-read)."""
+    results = []
+    for path in vaults:
+        v = Vault(path)
+        with _progress(f"indexing {v.id}", not as_json) as update:
+            stats = v.refresh(update)
+        results.append(
+            {
+                "vault": v.id,
+                "root": str(v.root),
+                "index": str(v.index.db_path),
+                "scanned": stats.scanned,
+                "added": stats.added,
+                "updated": stats.updated,
+                "removed": stats.removed,
+                "unchanged": stats.unchanged + stats.touched,
+                "attachments": stats.attachments,
+                "seconds": round(stats.seconds, 3),
+            }
+        )
+    if as_json:
+        _print_json(results if len(results) > 1 else results[0])
+        return
+    for r in results:
+        out.print(
+            f"[bold]{escape(str(r['vault']))}[/]: {r['scanned']} files scanned, {r['added']} added, "
+            f"{r['updated']} updated, {r['removed']} removed, {r['unchanged']} unchanged "
+            f"in {r['seconds']:.2f}s [dim]({escape(str(r['index']))})[/]"
+        )
+
+
+@vault_group.command("status")
+@vault_option
+@json_option
+def status_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
+    """Notes, links, problems and sync conflicts of each vault."""
+    statuses = [v.status() for v in _open(vaults, not as_json)]
+    if as_json:
+        _print_json(statuses[0] if len(statuses) == 1 else statuses)
+        return
+    for s in statuses:
+        out.print(f"[bold]{escape(s['vault'])}[/] [dim]{escape(s['root'])}[/]")
+        out.print(
+            f"  {s['notes']} notes, {s['attachments']} attachments, {s['links']} links "
+            f"({s['unresolved_links']} unresolved, {s['ambiguous_links']} ambiguous), {s['tags']} tags"
+        )
+        if s["diagnostics"]:
+            out.print("  diagnostics: " + ", ".join(f"{k} {n}" for k, n in s["diagnostics"].items()))
+        for p in s["problems"][:20]:
+            out.print(f"  [yellow]{escape(p['code'])}[/] {escape(p['path'])}: {escape(p['message'])}")
+        if len(s["problems"]) > 20:
+            out.print(f"  … and {len(s['problems']) - 20} more (use --json for all)")
+        for c in s["conflicts"]:
+            original = f" (copy of {c['original']})" if c["original"] else ""
+            out.print(f"  [red]sync conflict[/] {escape(c['path'])}{escape(original)}")
+        for sk in s["skipped"]:
+            out.print(f"  [yellow]skipped[/] {escape(sk['path'])}: {escape(sk['reason'])}")
+
+
+def _parse_where(items: tuple[str, ...]) -> dict[str, Any] | None:
+    where: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--where takes FIELD=VALUE, got {item!r}")
+        where.setdefault(key.strip(), []).append(value.strip())
+    return where or None
+
+
+@vault_group.command("search")
+@click.argument("query")
+@vault_option
+@click.option(
+    "--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to show."
+)
+@click.option("--path", help="Only notes under this folder (or this note path).")
+@click.option("--type", "note_type", help="Only notes whose frontmatter `type` is this.")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat: all must match).")
+@click.option(
+    "--where", "where", multiple=True, metavar="FIELD=VALUE", help="Frontmatter field equals value."
+)
+@click.option("--after", help="Only notes modified on or after this ISO date.")
+@click.option("--before", help="Only notes modified on or before this ISO date.")
+@json_option
+def search_cmd(
+    query: str,
+    vaults: tuple[str, ...],
+    limit: int,
+    path: str | None,
+    note_type: str | None,
+    tags: tuple[str, ...],
+    where: tuple[str, ...],
+    after: str | None,
+    before: str | None,
+    as_json: bool,
+) -> None:
+    """Ranked full-text search: plain questions work; "quoted phrases", prefix* and -excluded words too."""
+    vs = _open(vaults, not as_json)
+    hits = vs.search(
+        query,
+        limit=limit,
+        path=path,
+        type=note_type,
+        tags=list(tags) or None,
+        where=_parse_where(where),
+        modified_after=after,
+        modified_before=before,
+    )
+    if as_json:
+        _print_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        err.print(
+            f"no notes match {query!r}"
+            + (" with these filters" if any([path, note_type, tags, where]) else "")
+        )
+        return
+    _print_hits(hits, show_vault=len(vs) > 1)
+
+
+def _print_hits(hits: list[Hit], show_vault: bool) -> None:
+    for i, h in enumerate(hits, 1):
+        where = f"{h.vault}:" if show_vault else ""
+        heading = f" [cyan]› {escape(h.heading)}[/]" if h.heading else ""
+        out.print(f"[bold]{i:>2}. {escape(where + h.path)}[/]{heading} [dim]{h.score:.2f}[/]")
+        if h.snippet:
+            out.print(f"    {escape(h.snippet)}")
+
+
+@vault_group.command("note")
+@click.argument("path")
+@vault_option
+@json_option
+def note_cmd(path: str, vaults: tuple[str, ...], as_json: bool) -> None:
+    """Show one note: frontmatter, headings, links (resolved), backlinks, tags, diagnostics."""
+    vs = _open(vaults, not as_json)
+    note = vs.read_note(path)
+    owner = vs.get(note.vault or vs.ids[0])
+    backlinks = owner.backlinks(note.path)
+    if as_json:
+        _print_json({**note.to_dict(), "backlinks": backlinks})
+        return
+    out.print(f"[bold]{escape(note.path)}[/] [dim]({escape(note.vault or '')}, {note.size} bytes)[/]")
+    if note.frontmatter:
+        table = Table(show_header=False, box=None, padding=(0, 1))
+        for k, v in note.frontmatter.items():
+            table.add_row(f"[cyan]{escape(k)}[/]", escape(json.dumps(v, ensure_ascii=False, default=str)))
+        out.print(table)
+    if note.tags:
+        out.print("tags: " + ", ".join(f"#{escape(t)}" for t in note.tags))
+    if note.headings:
+        out.print("headings:")
+        for h in note.headings:
+            out.print(f"  {'  ' * (h.level - 1)}{escape(h.text)} [dim]L{h.line}[/]")
+    if note.links:
+        out.print("links:")
+        for link in note.links:
+            target = link.resolved or "[red]unresolved[/]"
+            sub = f"#{link.heading}" if link.heading else f"#^{link.block}" if link.block else ""
+            extra = " [yellow](ambiguous)[/]" if link.ambiguous else ""
+            out.print(
+                f"  {'!' if link.embed else ''}[[{escape(link.target + sub)}]] → {target}{extra} "
+                f"[dim]L{link.line}[/]"
+                if link.line
+                else f"  {escape(link.field or '')}: [[{escape(link.target + sub)}]] → {target}{extra}"
+            )
+    if backlinks:
+        out.print("backlinks: " + ", ".join(escape(b) for b in backlinks))
+    for d in note.diagnostics:
+        out.print(f"[yellow]{escape(d.code)}[/]: {escape(d.message)}")
+
+
+@vault_group.command("links")
+@click.argument("path")
+@vault_option
+@click.option("--depth", default=1, show_default=True, type=click.IntRange(1, 10), help="Hops for neighbors.")
+@json_option
+def links_cmd(path: str, vaults: tuple[str, ...], depth: int, as_json: bool) -> None:
+    """Outgoing links, backlinks and neighbors (within --depth hops) of a note."""
+    vs = _open(vaults, not as_json)
+    note = vs.read_note(path)
+    v = vs.get(note.vault or vs.ids[0])
+    data = {
+        "vault": v.id,
+        "path": note.path,
+        "outgoing": sorted(
+            {link.resolved for link in note.links if link.resolved and link.resolved != note.path}
+        ),
+        "unresolved": sorted({link.target for link in note.links if not link.resolved}),
+        "backlinks": v.backlinks(note.path),
+        "neighbors": v.neighbors(note.path, depth),
+    }
+    if as_json:
+        _print_json(data)
+        return
+    for key in ("outgoing", "unresolved", "backlinks", "neighbors"):
+        label = f"{key} (depth {depth})" if key == "neighbors" else key
+        out.print(f"[bold]{label}[/]: " + (", ".join(escape(x) for x in data[key]) or "[dim]none[/]"))

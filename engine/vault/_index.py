@@ -1,0 +1,339 @@
+"""The persistent, incremental search index of one vault: SQLite + FTS5, kept under ``$SHAD_HOME``.
+
+Crash safety comes from SQLite transactions: notes are written in batches, each batch commits the file
+row and its full-text row together, so a killed indexer leaves every committed note searchable and the
+next update simply redoes the rest. Change detection is size/mtime first, content hash to confirm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexUnavailableError
+from ._parse import Chunk, parse_for_index
+from ._scan import FileEntry, ScanResult, scan_vault
+
+__all__ = [
+    "CHUNK_BITS",
+    "FTS_COLUMNS",
+    "NAMES_COLUMNS",
+    "SCHEMA_VERSION",
+    "IndexStats",
+    "VaultIndex",
+    "default_index_path",
+    "shad_home",
+]
+
+SCHEMA_VERSION = "5"
+CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
+_BATCH = 1000
+_PARALLEL_THRESHOLD = 1500
+# Column weights for BM25: a query word in the title counts far more than one in the body.
+# Two full-text tables: ``fts`` holds passages (a section of a note each: its heading chain and text),
+# ``names`` holds one row per note with what names it (title, aliases, tags, all headings).
+FTS_COLUMNS = ("headings", "body", "heading UNINDEXED")
+NAMES_COLUMNS = ("title", "aliases", "tags", "headings")
+
+ProgressFn = Callable[[int, int], None]
+
+
+def shad_home() -> Path:
+    return Path(os.environ.get("SHAD_HOME") or Path.home() / ".shad").expanduser()
+
+
+def default_index_path(root: str) -> Path:
+    real = os.path.realpath(root)
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(real).name).strip("-")[:40] or "vault"
+    digest = hashlib.sha256(real.encode()).hexdigest()[:12]
+    return shad_home() / "index" / f"{slug}-{digest}.sqlite"
+
+
+@dataclass
+class IndexStats:
+    """What one update did."""
+
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    touched: int = 0  # mtime changed but content identical
+    removed: int = 0
+    attachments: int = 0
+    attachments_changed: int = 0
+    seconds: float = 0.0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, is_note INTEGER NOT NULL,
+    size INTEGER, mtime_ns INTEGER, hash TEXT, title TEXT, type TEXT, tags TEXT, aliases TEXT,
+    frontmatter TEXT, headings TEXT, blocks TEXT, links TEXT, diagnostics TEXT);
+CREATE TABLE IF NOT EXISTS note_tags(file_id INTEGER NOT NULL, tag TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS note_tags_tag ON note_tags(tag);
+CREATE INDEX IF NOT EXISTS note_tags_file ON note_tags(file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5({", ".join(FTS_COLUMNS)},
+    tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5({", ".join(NAMES_COLUMNS)},
+    tokenize = 'porter unicode61 remove_diacritics 2');
+"""
+
+
+def _check_fts5(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
+        conn.execute("DROP TABLE temp._fts5_probe")
+    except sqlite3.OperationalError as exc:
+        raise IndexUnavailableError(
+            f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5 full-text search",
+            hint="use a Python whose sqlite3 module includes FTS5 (python.org and most Linux builds do)",
+        ) from exc
+
+
+class VaultIndex:
+    """One vault's index database. Thread-safe; cheap to open (nothing is loaded until asked)."""
+
+    def __init__(self, root: str, db_path: Path | None = None) -> None:
+        self.root = root
+        self.db_path = Path(db_path) if db_path else default_index_path(root)
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=60, isolation_level=None)
+        _check_fts5(self.conn)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self._ensure_schema()
+
+    def _ensure_schema(self) -> None:
+        with self._lock:
+            row = None
+            with contextlib.suppress(sqlite3.OperationalError):
+                row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is not None and row[0] != SCHEMA_VERSION:
+                # An index from another version is a cache: drop it and rebuild.
+                for table in ("fts_vocab", "names", "fts", "note_tags", "files", "meta"):
+                    self.conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self.conn.executescript(_SCHEMA)
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (os.path.realpath(self.root),))
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    # --- reading ---------------------------------------------------------------------------------------
+
+    def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def meta(self, key: str) -> str | None:
+        rows = self.query("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    def is_empty(self) -> bool:
+        return self.meta("last_update") is None
+
+    # --- updating --------------------------------------------------------------------------------------
+
+    def update(self, progress: ProgressFn | None = None, scan: ScanResult | None = None) -> IndexStats:
+        """Bring the index in line with the folder; only what changed is read and parsed."""
+        started = time.perf_counter()
+        scan = scan or scan_vault(self.root)
+        stats = IndexStats(scanned=len(scan.files), skipped=scan.skipped)
+        stored = {
+            path: (fid, size, mtime, digest)
+            for fid, path, size, mtime, digest in self.query(
+                "SELECT id, path, size, mtime_ns, hash FROM files"
+            )
+        }
+        removed = [stored[p][0] for p in stored.keys() - scan.files.keys()]
+        changed: list[tuple[FileEntry, str | None]] = []
+        attachments: list[FileEntry] = []
+        for path, entry in scan.files.items():
+            old = stored.get(path)
+            if old is not None and old[1] == entry.size and old[2] == entry.mtime_ns:
+                stats.unchanged += 1
+            elif entry.is_note:
+                changed.append((entry, old[3] if old else None))
+            else:
+                attachments.append(entry)
+        stats.attachments = sum(1 for e in scan.files.values() if not e.is_note)
+        total = len(changed)
+        if progress:
+            progress(0, total)
+        with self._lock:
+            if removed:
+                self._write(lambda: self._delete_ids(removed))
+                stats.removed = len(removed)
+            stats.attachments_changed = len(attachments)
+            if attachments:
+                self._write(lambda: self._upsert_attachments(attachments))
+            batch: list[_Parsed] = []
+            done = 0
+            for item in _parse_all(self.root, changed):
+                batch.append(item)
+                if len(batch) >= _BATCH:
+                    done += self._commit_batch(batch, stored, stats)
+                    batch = []
+                    if progress:
+                        progress(done, total)
+            if batch:
+                done += self._commit_batch(batch, stored, stats)
+            if progress:
+                progress(done, total)
+            self._write(
+                lambda: self.conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),)
+                )
+            )
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _write(self, fn: Callable[[], object]) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            fn()
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def _delete_ids(self, ids: list[int]) -> None:
+        for fid in ids:
+            self.conn.execute("DELETE FROM files WHERE id=?", (fid,))
+            self.conn.execute(
+                "DELETE FROM fts WHERE rowid >= ? AND rowid < ?", (fid << CHUNK_BITS, (fid + 1) << CHUNK_BITS)
+            )
+            self.conn.execute("DELETE FROM names WHERE rowid = ?", (fid,))
+            self.conn.execute("DELETE FROM note_tags WHERE file_id=?", (fid,))
+
+    def _upsert_attachments(self, entries: list[FileEntry]) -> None:
+        self.conn.executemany(
+            "INSERT INTO files(path, is_note, size, mtime_ns, title) VALUES(?, 0, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns",
+            [(e.path, e.size, e.mtime_ns, e.path.rsplit("/", 1)[-1]) for e in entries],
+        )
+
+    def _commit_batch(
+        self, batch: list[_Parsed], stored: dict[str, tuple[int, int, int, str]], stats: IndexStats
+    ) -> int:
+        def write() -> None:
+            for item in batch:
+                old = stored.get(item.entry.path)
+                if item.row is None:  # same content, new mtime
+                    self.conn.execute(
+                        "UPDATE files SET size=?, mtime_ns=? WHERE path=?",
+                        (item.entry.size, item.entry.mtime_ns, item.entry.path),
+                    )
+                    stats.touched += 1
+                    continue
+                if old is not None:
+                    self._delete_ids([old[0]])
+                    stats.updated += 1
+                else:
+                    stats.added += 1
+                cur = self.conn.execute(
+                    "INSERT INTO files(path, is_note, size, mtime_ns, hash, title, type, tags, aliases, "
+                    "frontmatter, headings, blocks, links, diagnostics) VALUES(?,1,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (item.entry.path, item.entry.size, item.entry.mtime_ns, *item.row),
+                )
+                fid = cur.lastrowid
+                assert fid is not None
+                self.conn.execute(
+                    "INSERT INTO names(rowid, title, aliases, tags, headings) VALUES(?,?,?,?,?)",
+                    (fid, *item.names),
+                )
+                self.conn.executemany(
+                    "INSERT INTO fts(rowid, headings, body, heading) VALUES(?,?,?,?)",
+                    [
+                        ((fid << CHUNK_BITS) | i, c.trail, c.text, c.heading)
+                        for i, c in enumerate(item.chunks)
+                    ],
+                )
+                if item.tags:
+                    self.conn.executemany("INSERT INTO note_tags VALUES(?, ?)", [(fid, t) for t in item.tags])
+
+        self._write(write)
+        return len(batch)
+
+
+@dataclass
+class _Parsed:
+    entry: FileEntry
+    row: tuple[Any, ...] | None  # None: content unchanged
+    names: tuple[str, str, str, str] = ("", "", "", "")
+    chunks: list[Chunk] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+
+def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
+    root, entry, old_hash = job
+    full = os.path.join(root, entry.path)
+    try:
+        with open(full, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raw = b""
+        unreadable = f"cannot read file: {exc.strerror}"
+    else:
+        unreadable = ""
+    if old_hash is not None and not unreadable and hashlib.sha256(raw).hexdigest() == old_hash:
+        return _Parsed(entry, None)
+    note, chunks = parse_for_index(entry.path, raw, mtime=entry.mtime_ns / 1e9)
+    diagnostics = [d.__dict__ for d in note.diagnostics]
+    if unreadable:
+        diagnostics.append({"code": "unreadable", "message": unreadable, "severity": "error"})
+    links = [link.to_dict() for link in note.links]
+    row = (
+        note.hash,
+        note.title,
+        note.type,
+        _dumps(note.tags),
+        _dumps(note.aliases),
+        _dumps(note.frontmatter),
+        _dumps([[h.level, h.text, h.line] for h in note.headings]),
+        _dumps(note.blocks),
+        _dumps(links),
+        _dumps(diagnostics),
+    )
+    title_extra = note.frontmatter.get("title")
+    aliases = " ; ".join([*note.aliases, *([str(title_extra)] if title_extra else [])])
+    names = (note.title, aliases, " ".join(note.tags), " ; ".join(h.text for h in note.headings))
+    return _Parsed(entry, row, names, chunks, note.tags)
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _parse_all(root: str, changed: list[tuple[FileEntry, str | None]]) -> Iterator[_Parsed]:
+    jobs = [(root, entry, old) for entry, old in changed]
+    workers = min(os.cpu_count() or 1, 4)
+    if (
+        len(jobs) < _PARALLEL_THRESHOLD
+        or workers < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        yield from map(_parse_one, jobs)
+        return
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers) as pool:
+        yield from pool.imap(_parse_one, jobs, chunksize=64)

@@ -1,0 +1,127 @@
+"""Layered vaults: several vaults searched together, in priority order (the first wins ties)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..errors import NoteNotFoundError, UsageError
+from ._model import Hit, Note
+from ._vault import Vault
+
+__all__ = ["VaultSet"]
+
+
+class VaultSet:
+    """Vaults in priority order. Search merges each vault's hits by ``score * (1 + bonus)``, where the
+    bonus is ``priority_bonus`` for each place a vault stands ahead of the last one, after capping each
+    vault at ``per_vault`` hits. Every hit keeps its vault id."""
+
+    def __init__(
+        self,
+        vaults: Sequence[Vault | str | os.PathLike[str]],
+        *,
+        priority_bonus: float = 0.1,
+        per_vault: int | None = None,
+    ) -> None:
+        if not vaults:
+            raise UsageError("no vaults given", hint="pass at least one --vault DIR")
+        self.vaults: list[Vault] = []
+        seen: set[str] = set()
+        for v in vaults:
+            vault = v if isinstance(v, Vault) else Vault(v)
+            base, n = vault.id, 2
+            while vault.id in seen:
+                vault.id = f"{base}-{n}"
+                n += 1
+            seen.add(vault.id)
+            self.vaults.append(vault)
+        self.priority_bonus = priority_bonus
+        self.per_vault = per_vault
+
+    def __iter__(self) -> Any:
+        return iter(self.vaults)
+
+    def __len__(self) -> int:
+        return len(self.vaults)
+
+    @property
+    def ids(self) -> list[str]:
+        return [v.id for v in self.vaults]
+
+    def get(self, vault_id: str) -> Vault:
+        for v in self.vaults:
+            if v.id == vault_id:
+                return v
+        raise UsageError(f"no vault with id {vault_id!r}", hint=f"known vaults: {', '.join(self.ids)}")
+
+    def _select(self, vault: str | None, vaults: Sequence[str] | None) -> list[Vault]:
+        if vault is not None:
+            return [self.get(vault)]
+        if vaults is not None:
+            return [self.get(v) for v in vaults]
+        return self.vaults
+
+    def refresh(self) -> list[Any]:
+        return [v.refresh() for v in self.vaults]
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        path: str | None = None,
+        type: str | None = None,
+        tags: str | list[str] | None = None,
+        where: dict[str, Any] | None = None,
+        *,
+        vault: str | None = None,
+        vaults: Sequence[str] | None = None,
+        **filters: Any,
+    ) -> list[Hit]:
+        """Search every vault (or the ones named), merge by relevance plus the priority bonus."""
+        chosen = self._select(vault, vaults)
+        cap = min(self.per_vault or limit, limit)
+
+        def one(v: Vault) -> list[Hit]:
+            return v.search(query, cap, path=path, type=type, tags=tags, where=where, **filters)
+
+        if len(chosen) == 1:
+            per_vault = [one(chosen[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=min(4, len(chosen))) as pool:
+                per_vault = list(pool.map(one, chosen))
+        last = len(self.vaults) - 1
+        merged: list[Hit] = []
+        for v, hits in zip(chosen, per_vault):
+            bonus = self.priority_bonus * (last - self.vaults.index(v))
+            for hit in hits:
+                hit.score = round(hit.score * (1 + bonus), 4)
+                merged.append(hit)
+        merged.sort(key=lambda h: h.score, reverse=True)
+        return merged[:limit]
+
+    def read_note(self, path: str, vault: str | None = None) -> Note:
+        """The note at ``path`` in ``vault``, or in the first vault (by priority) that has it."""
+        for v in self._select(vault, None):
+            try:
+                return v.read_note(path)
+            except NoteNotFoundError:
+                continue
+        raise NoteNotFoundError(
+            f"no note {path!r} in vaults {', '.join(self.ids)}",
+            hint="paths are vault-relative with the .md extension",
+        )
+
+    def list_notes(
+        self, folder: str | None = None, recursive: bool = True, vault: str | None = None
+    ) -> list[tuple[str, str]]:
+        return [(v.id, p) for v in self._select(vault, None) for p in v.list_notes(folder, recursive)]
+
+    def status(self) -> dict[str, Any]:
+        return {"vaults": [v.status() for v in self.vaults]}
+
+    def close(self) -> None:
+        for v in self.vaults:
+            v.close()

@@ -1,0 +1,499 @@
+"""Parse one Obsidian note from bytes, tolerantly: a broken note still loads, with a diagnostic.
+
+What counts as a link, tag, heading or block id follows Obsidian: nothing inside fenced code, inline
+code or ``%% comments %%``; ``\\|`` inside a table cell separates a link's target from its alias.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from ._model import Diagnostic, Heading, Link, Note
+
+__all__ = [
+    "CHUNK_CHARS",
+    "HUGE_BYTES",
+    "INDEXED_BODY_CHARS",
+    "MAX_CHUNKS",
+    "RELATION_FIELDS",
+    "Chunk",
+    "parse_for_index",
+    "parse_note",
+    "split_link_text",
+]
+
+HUGE_BYTES = 1_000_000
+INDEXED_BODY_CHARS = 1_000_000
+MAX_PARSE_CHARS = 8_000_000
+MAX_FRONTMATTER_NODES = 20_000
+CHUNK_CHARS = 1_200  # long sections are cut into passages of about this size
+MAX_CHUNKS = 1_000  # passages per note; the rest joins the last one
+_MIN_CHUNK = 40
+RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "part_of")
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
+_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
+_INLINE_CODE = re.compile(r"(`+)[^`\n](?:.*?[^`\n])??\1(?!`)")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_TAG = re.compile(r"(?<![\w/#&\\])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.M)
+_BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+_BLOCK_SUFFIX = re.compile(r"\s+\^[A-Za-z0-9-]+$")
+_TOP_LEVEL_KEY = re.compile(r"^[^\s#-][^:\n]*:", re.M)
+
+
+def parse_note(path: str, raw: bytes, *, mtime: float = 0.0) -> Note:
+    """Parse a note's bytes. ``path`` is vault-relative and POSIX."""
+    return _parse(path, raw, mtime)[0]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A searchable passage: one section of a note (long sections are split at paragraphs)."""
+
+    heading: str | None  # the nearest heading above the passage
+    trail: str  # the heading chain, "Parent > Child"
+    text: str
+
+
+def parse_for_index(path: str, raw: bytes, *, mtime: float = 0.0) -> tuple[Note, list[Chunk]]:
+    """Parse a note and cut the text worth indexing into passages.
+
+    The indexed text leaves out ``%% comments %%`` (Obsidian hides them; Excalidraw keeps whole drawings
+    there) and stops at ``INDEXED_BODY_CHARS``.
+    """
+    note, comments = _parse(path, raw, mtime)
+    body = note.body
+    hidden = sorted(comments)
+    sections: list[tuple[int, int, list[str]]] = []  # (start, end, heading chain)
+    chain: list[tuple[int, str]] = []
+    bounds = [(h.offset, h.level, h.text) for h in note.headings]
+    first = bounds[0][0] if bounds else len(body)
+    if first > 0:
+        sections.append((0, first, []))
+    for i, (offset, level, text) in enumerate(bounds):
+        chain = [c for c in chain if c[0] < level] + [(level, text)]
+        end = bounds[i + 1][0] if i + 1 < len(bounds) else len(body)
+        sections.append((offset, end, [t for _, t in chain]))
+    chunks: list[Chunk] = []
+    budget = INDEXED_BODY_CHARS
+    carry = ""
+    for start, end, trail in sections:
+        text = carry + _without(body, start, end, hidden)
+        carry = ""
+        if len(text.strip()) < _MIN_CHUNK and (start, end, trail) != sections[-1]:
+            carry = text + "\n"  # a heading with (almost) nothing under it joins the next section
+            continue
+        text = text[:budget]
+        budget -= len(text)
+        heading = trail[-1] if trail else None
+        for piece in _split_long(text):
+            if piece.strip():
+                chunks.append(Chunk(heading, " > ".join(trail), piece))
+        if budget <= 0:
+            break
+    if len(chunks) > MAX_CHUNKS:
+        tail = "\n".join(c.text for c in chunks[MAX_CHUNKS - 1 :])
+        chunks = [
+            *chunks[: MAX_CHUNKS - 1],
+            Chunk(chunks[MAX_CHUNKS - 1].heading, chunks[MAX_CHUNKS - 1].trail, tail),
+        ]
+    if not chunks:
+        chunks.append(Chunk(None, "", ""))
+    return note, chunks
+
+
+def _without(body: str, start: int, end: int, hidden: list[tuple[int, int]]) -> str:
+    """``body[start:end]`` with the hidden spans (comments) cut out."""
+    if not hidden:
+        return body[start:end]
+    parts, pos = [], start
+    for h_start, h_end in hidden:
+        if h_end <= pos or h_start >= end:
+            continue
+        parts.append(body[pos : max(pos, h_start)])
+        pos = max(pos, min(h_end, end))
+    parts.append(body[pos:end])
+    return " ".join(parts)
+
+
+def _split_long(text: str) -> list[str]:
+    if len(text) <= CHUNK_CHARS:
+        return [text]
+    pieces: list[str] = []
+    current = ""
+    for para in re.split(r"(?<=\n)\s*\n", text):
+        while len(para) > CHUNK_CHARS:
+            cut = para.rfind(" ", 0, CHUNK_CHARS)
+            cut = cut if cut > CHUNK_CHARS // 2 else CHUNK_CHARS
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(para[:cut])
+            para = para[cut:]
+        if len(current) + len(para) > CHUNK_CHARS and current:
+            pieces.append(current)
+            current = ""
+        current += para + "\n"
+    if current.strip():
+        pieces.append(current)
+    return pieces
+
+
+def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, int]]]:
+    diagnostics: list[Diagnostic] = []
+    size = len(raw)
+    digest = hashlib.sha256(raw).hexdigest()
+    title = PurePosixPath(path).stem
+    text = _decode(raw, diagnostics)
+    if len(text) > MAX_PARSE_CHARS:
+        diagnostics.append(
+            Diagnostic(
+                "truncated",
+                f"note has {len(text):,} characters; only the first {MAX_PARSE_CHARS:,} were parsed",
+                "warning",
+            )
+        )
+        text = text[:MAX_PARSE_CHARS]
+    if size >= HUGE_BYTES:
+        diagnostics.append(
+            Diagnostic(
+                "huge",
+                f"note is {size / 1e6:.1f} MB; the search index keeps its first "
+                f"{INDEXED_BODY_CHARS // 1000:,} thousand characters",
+                "info",
+            )
+        )
+
+    frontmatter, body, body_line = _split_frontmatter(text, diagnostics)
+    if not text.strip():
+        diagnostics.append(Diagnostic("empty", "note is empty", "info"))
+    elif not body.strip() and frontmatter:
+        diagnostics.append(Diagnostic("frontmatter_only", "note has frontmatter but no body", "info"))
+
+    masked, comments = _mask_code_and_comments(body)
+    line_of = _LineCounter(body, body_line)
+    links = _body_links(masked, line_of)
+    links.extend(_frontmatter_links(frontmatter))
+    headings = [
+        Heading(len(m.group(1)), _BLOCK_SUFFIX.sub("", m.group(2)), line_of(m.start()), m.start())
+        for m in _HEADING.finditer(masked)
+    ]
+    blocks = {m.group(1): line_of(m.start(1)) for m in _BLOCK_ID.finditer(masked)}
+    tag_text = _WIKILINK.sub(" ", masked) if "[[" in masked else masked
+    tags = _unique(
+        [m.group(1).lower() for m in _TAG.finditer(tag_text)] + _frontmatter_list(frontmatter, "tags", "tag")
+    )
+    tags = [t.lstrip("#") for t in tags if t.lstrip("#")]
+    aliases = _frontmatter_list(frontmatter, "aliases", "alias")
+    note = Note(
+        path=path,
+        title=title,
+        frontmatter=frontmatter,
+        body=body,
+        links=links,
+        tags=_unique(tags),
+        headings=headings,
+        aliases=aliases,
+        blocks=blocks,
+        hash=digest,
+        mtime=mtime,
+        size=size,
+        diagnostics=diagnostics,
+    )
+    return note, comments
+
+
+# --- decoding and frontmatter ------------------------------------------------------------------------
+
+
+def _decode(raw: bytes, diagnostics: list[Diagnostic]) -> str:
+    if b"\x00" in raw[:8192]:
+        diagnostics.append(
+            Diagnostic("binary", "file holds binary data (NUL bytes); content skipped", "error")
+        )
+        return ""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        diagnostics.append(
+            Diagnostic(
+                "non_utf8",
+                f"not valid UTF-8 (first bad byte at offset {exc.start}); undecodable bytes replaced",
+                "warning",
+            )
+        )
+        return raw.decode("utf-8", errors="replace")
+
+
+def _split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], str, int]:
+    """Return (frontmatter, body, line number of the body's first line)."""
+    if not text.startswith("---"):
+        return {}, text, 1
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        if re.match(r"---[ \t]*\r?\n", text):
+            diagnostics.append(
+                Diagnostic(
+                    "unclosed_frontmatter",
+                    "frontmatter starts with '---' but never closes; treated as body",
+                    "warning",
+                )
+            )
+        return {}, text, 1
+    block = match.group(1)
+    body = text[match.end() :]
+    body_line = text.count("\n", 0, match.end()) + 1
+    data = _load_yaml(block, diagnostics)
+    return data, body, body_line
+
+
+def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    if not block.strip():
+        return {}
+    try:
+        data = yaml.load(block, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        recovered = _recover_yaml(block)
+        where = getattr(exc, "problem_mark", None)
+        line = f" at frontmatter line {where.line + 1}" if where is not None else ""
+        diagnostics.append(
+            Diagnostic(
+                "invalid_frontmatter",
+                f"invalid YAML frontmatter{line}: "
+                f"{getattr(exc, 'problem', None) or exc}; kept {len(recovered)} field(s) that "
+                "parse on their own",
+                "warning",
+            )
+        )
+        return recovered
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        diagnostics.append(
+            Diagnostic(
+                "frontmatter_not_mapping",
+                f"frontmatter is a {type(data).__name__}, not key: value pairs; ignored",
+                "warning",
+            )
+        )
+        return {}
+    try:
+        return _plain(data, _Budget())  # type: ignore[no-any-return]
+    except _TooBig:
+        diagnostics.append(
+            Diagnostic(
+                "frontmatter_too_large",
+                "frontmatter expands to more than "
+                f"{MAX_FRONTMATTER_NODES:,} values (YAML alias bomb?); ignored",
+                "error",
+            )
+        )
+        return {}
+
+
+def _recover_yaml(block: str) -> dict[str, Any]:
+    """Parse each top-level ``key:`` section on its own so one bad line loses one field, not all."""
+    starts = [m.start() for m in _TOP_LEVEL_KEY.finditer(block)] + [len(block)]
+    recovered: dict[str, Any] = {}
+    for start, end in itertools.pairwise(starts):
+        try:
+            part = yaml.load(block[start:end], Loader=_Loader)
+            if isinstance(part, dict):
+                recovered.update(_plain(part, _Budget()))
+        except (yaml.YAMLError, _TooBig):
+            continue
+    return recovered
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.left = MAX_FRONTMATTER_NODES
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise _TooBig
+
+
+def _plain(value: Any, budget: _Budget) -> Any:
+    """Convert YAML values to JSON-safe ones, counting nodes so shared aliases cannot explode."""
+    budget.spend()
+    if isinstance(value, dict):
+        return {str(k): _plain(v, budget) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v, budget) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _frontmatter_list(frontmatter: dict[str, Any], *keys: str) -> list[str]:
+    out: list[str] = []
+    for key in keys:
+        value = frontmatter.get(key)
+        if isinstance(value, str):
+            parts = [p for p in re.split(r"[,\s]+", value) if p] if key.startswith("tag") else [value]
+        elif isinstance(value, list):
+            parts = [str(v) for v in value if v not in (None, "")]
+        else:
+            continue
+        out.extend(p.strip() for p in parts if p.strip())
+    if keys[0] == "tags":
+        out = [p.lstrip("#").lower() for p in out]
+    return _unique(out)
+
+
+# --- masking and links ---------------------------------------------------------------------------------
+
+
+def _mask_code_and_comments(body: str) -> tuple[str, list[tuple[int, int]]]:
+    """Blank out fenced code, ``%% comments %%`` and inline code, keeping offsets and newlines.
+
+    Also returns the comment spans, which the search index leaves out.
+    """
+    spans: list[tuple[int, int]] = []
+    if "```" in body or "~~~" in body:
+        pos = 0
+        while True:
+            opener = _FENCE.search(body, pos)
+            if opener is None:
+                break
+            fence = opener.group(1)
+            closer = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
+            close = closer.search(body, opener.end())
+            end = close.end() if close else len(body)
+            spans.append((opener.start(), end))
+            pos = end
+    text = _blank(body, spans) if spans else body
+    comments: list[tuple[int, int]] = []
+    if "%%" in text:
+        comments = [m.span() for m in _COMMENT.finditer(text)]
+        text = _blank(text, comments)
+    if "`" in text:
+        text = _blank(text, [m.span() for m in _INLINE_CODE.finditer(text)])
+    return text, comments
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    parts: list[str] = []
+    pos = 0
+    for start, end in spans:
+        parts.append(text[pos:start])
+        parts.append(re.sub(r"[^\n]", " ", text[start:end]))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+class _LineCounter:
+    """Maps body offsets to 1-based file lines; offsets must be asked for in increasing order."""
+
+    def __init__(self, body: str, first_line: int) -> None:
+        self.body = body
+        self.pos = 0
+        self.line = first_line
+
+    def __call__(self, offset: int) -> int:
+        if offset < self.pos:
+            self.pos, self.line = 0, self.line - self.body.count("\n", 0, self.pos)
+        self.line += self.body.count("\n", self.pos, offset)
+        self.pos = offset
+        return self.line
+
+
+def split_link_text(inner: str) -> tuple[str, str | None, str | None, str | None]:
+    """Split the inside of ``[[...]]`` into (target, heading, block, alias)."""
+    alias: str | None = None
+    if "|" in inner:
+        head, _, alias = inner.partition("|")
+        head = head[:-1] if head.endswith("\\") else head
+        inner = head
+        alias = alias.strip() or None
+    target, _, sub = inner.partition("#")
+    heading: str | None = None
+    block: str | None = None
+    sub = sub.strip()
+    if sub.startswith("^"):
+        block = sub[1:] or None
+    elif sub:
+        heading = sub.split("#")[-1].strip() or None
+    return target.strip(), heading, block, alias
+
+
+def _body_links(masked: str, line_of: _LineCounter) -> list[Link]:
+    found: list[tuple[int, Link]] = []
+    if "[[" in masked:
+        for m in _WIKILINK.finditer(masked):
+            target, heading, block, alias = split_link_text(m.group(2))
+            found.append((m.start(), Link(target, heading, block, alias, embed=bool(m.group(1)))))
+    if "](" in masked:
+        for m in _MDLINK.finditer(masked):
+            url = m.group(3).strip("<>")
+            if _SCHEME.match(url) or (url.startswith("#") and len(url) == 1):
+                continue
+            path, _, sub = unquote(url).partition("#")
+            heading = block = None
+            if sub.startswith("^"):
+                block = sub[1:]
+            elif sub:
+                heading = sub
+            found.append(
+                (
+                    m.start(),
+                    Link(path, heading, block, m.group(2) or None, embed=bool(m.group(1)), kind="markdown"),
+                )
+            )
+    found.sort(key=lambda item: item[0])
+    for offset, link in found:
+        link.line = line_of(offset)
+    return [link for _, link in found]
+
+
+def _frontmatter_links(frontmatter: dict[str, Any]) -> list[Link]:
+    links: list[Link] = []
+
+    def walk(key: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(key, v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(key, v)
+        elif isinstance(value, str):
+            matches = list(_WIKILINK.finditer(value))
+            for m in matches:
+                target, heading, block, alias = split_link_text(m.group(2))
+                links.append(Link(target, heading, block, alias, kind="frontmatter", field=key))
+            if not matches and key in RELATION_FIELDS and value.strip():
+                links.append(Link(value.strip(), kind="frontmatter", field=key))
+
+    for key, value in frontmatter.items():
+        walk(key, value)
+    return links
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

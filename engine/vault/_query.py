@@ -1,0 +1,130 @@
+"""Turn what a person types into FTS5 queries: stop words out, phrases and prefixes kept, safely quoted.
+
+People ask questions ("how do I rest beans after roasting?"), not boolean expressions. The words that
+carry no meaning are dropped, every remaining word is quoted (so FTS5 syntax in user text can never
+break a query), and the caller tries a strict AND first and relaxes when it finds too little.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import snowballstemmer
+
+__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "stem"]
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't
+    down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's
+    her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it
+    it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought
+    our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such
+    than that that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've this those through to too under until up very was wasn't we we'd we'll we're we've
+    were weren't what what's when when's where where's which while who who's whom why why's with won't
+    would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve tell
+    explain describe show give find list mention mentioned mentions say says said called known use used
+    using uses way ways thing things kind kinds type types also get gets got much many one ones whose
+    within without via per among across etc e g i e
+    """.split()
+)
+
+_TOKEN = re.compile(r'(-?)"([^"]*)"|(-?)([\w][\w\'’.+#-]*\w|\w)(\*?)', re.U)
+_WORD = re.compile(r"\w+", re.U)
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The English (Porter 2) stem of a lower-cased word; used for reranking and snippets."""
+    return str(_stemmer.stemWord(word.lower()))
+
+
+@dataclass
+class ParsedQuery:
+    terms: list[str] = field(default_factory=list)  # plain words, lower-case, stop words removed
+    prefixes: list[str] = field(default_factory=list)  # words typed with a trailing '*'
+    phrases: list[list[str]] = field(default_factory=list)  # quoted phrases, as word lists
+    excluded: list[str] = field(default_factory=list)  # words or phrases after '-'
+    dropped: list[str] = field(default_factory=list)  # stop words we removed
+
+    @property
+    def empty(self) -> bool:
+        return not (self.terms or self.prefixes or self.phrases)
+
+    def clauses(self) -> list[str]:
+        """Each positive clause as a quoted FTS5 expression."""
+        out = [_quote(t) for t in self.terms]
+        out += [f"{_quote(p)} *" for p in self.prefixes]
+        out += [_quote(" ".join(words)) for words in self.phrases]
+        return out
+
+    def _not(self) -> str:
+        return "".join(f" NOT {_quote(x)}" for x in self.excluded)
+
+    def strict(self) -> str:
+        """Every clause must match."""
+        return " AND ".join(self.clauses()) + self._not()
+
+    def relaxed(self, clauses: list[str] | None = None) -> str:
+        """Any clause may match."""
+        chosen = clauses if clauses is not None else self.clauses()
+        return "(" + " OR ".join(chosen) + ")" + self._not()
+
+    def words(self) -> list[str]:
+        """All positive words (terms, prefixes and phrase words), for reranking and snippets."""
+        words = list(self.terms) + list(self.prefixes)
+        for phrase in self.phrases:
+            words.extend(phrase)
+        return list(dict.fromkeys(words))
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Split a query into terms, ``prefix*`` words, ``"quoted phrases"`` and ``-excluded`` words."""
+    q = ParsedQuery()
+    for m in _TOKEN.finditer(text):
+        neg_phrase, phrase, neg_word, word, star = m.groups()
+        if phrase is not None:
+            words = [w.lower() for w in _WORD.findall(phrase)]
+            if not words:
+                continue
+            if neg_phrase:
+                q.excluded.append(" ".join(words))
+            elif len(words) == 1:
+                q.terms.append(words[0])
+            else:
+                q.phrases.append(words)
+            continue
+        lowered = word.lower().replace("’", "'")
+        if lowered in STOP_WORDS and not star and not neg_word:
+            q.dropped.append(lowered)
+            continue
+        if lowered.endswith("'s"):
+            lowered = lowered[:-2]
+        parts = [w.lower() for w in _WORD.findall(lowered)]
+        if not parts:
+            continue
+        if neg_word:
+            q.excluded.append(" ".join(parts))
+        elif len(parts) > 1:
+            # "tcp/ip", "e-mail", "node.js": keep the parts together as a phrase, like the index sees them.
+            q.phrases.append(parts)
+        elif star:
+            q.prefixes.append(parts[0])
+        elif parts[0] in STOP_WORDS:
+            q.dropped.append(parts[0])
+        else:
+            q.terms.append(parts[0])
+    if q.empty and q.dropped:
+        # A query made only of stop words ("to be or not to be") is taken literally.
+        q.terms, q.dropped = q.dropped, []
+    q.terms = list(dict.fromkeys(q.terms))
+    return q

@@ -1,0 +1,296 @@
+"""``Vault``: one Obsidian vault folder, read directly, searched through its persistent index."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import posixpath
+import re
+import threading
+import unicodedata
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..errors import NoteNotFoundError, PathOutsideVaultError, UsageError, VaultNotFoundError
+from ._graph import LinkGraph
+from ._index import IndexStats, ProgressFn, VaultIndex
+from ._model import Diagnostic, Hit, Note
+from ._parse import parse_note
+from ._scan import is_conflict_copy
+from ._search import SearchFilters, search_index
+
+__all__ = ["Vault", "normalize_note_path", "to_epoch"]
+
+_HIDDEN_HINT = "hidden folders such as .obsidian/ hold app settings and plugin tokens, not notes"
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", name).lower()).strip("-") or "vault"
+
+
+def to_epoch(value: Any) -> float | None:
+    """Accept epoch seconds, a ``datetime``/``date`` or an ISO-8601 string."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day).timestamp()
+    try:
+        return dt.datetime.fromisoformat(str(value)).timestamp()
+    except ValueError as exc:
+        raise UsageError(f"not a date: {value!r}", hint="use an ISO date such as 2026-03-14") from exc
+
+
+def normalize_note_path(path: str) -> str:
+    """Validate a vault-relative path: POSIX, no ``..``, not absolute, no NUL, nothing hidden."""
+    if not isinstance(path, str) or not path.strip():
+        raise UsageError("empty note path", hint="give a vault-relative path such as 'Folder/Note.md'")
+    if "\x00" in path:
+        raise PathOutsideVaultError("note path contains a NUL byte", hint="give a plain vault-relative path")
+    p = path.replace("\\", "/")
+    if p.startswith("/") or re.match(r"^[A-Za-z]:", p):
+        raise PathOutsideVaultError(
+            f"absolute path not allowed: {path!r}",
+            hint="paths are relative to the vault root, e.g. 'Folder/Note.md'",
+        )
+    parts = [part for part in p.split("/") if part not in ("", ".")]
+    if any(part == ".." for part in parts):
+        raise PathOutsideVaultError(
+            f"path leaves the vault: {path!r}", hint="'..' is not allowed in note paths"
+        )
+    if any(part.startswith(".") for part in parts):
+        raise PathOutsideVaultError(f"hidden path not readable: {path!r}", hint=_HIDDEN_HINT)
+    return "/".join(parts)
+
+
+class Vault:
+    """An Obsidian vault. ``path`` is its folder; ``id`` names it in hits and citations."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        id: str | None = None,
+        *,
+        index_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        root = Path(path).expanduser()
+        if not root.exists():
+            raise VaultNotFoundError(
+                f"vault folder not found: {root}", hint="pass --vault with the folder that holds your notes"
+            )
+        if not root.is_dir():
+            raise VaultNotFoundError(
+                f"vault path is not a folder: {root}", hint="pass the vault's folder, not a file inside it"
+            )
+        self.root = root.resolve()
+        self.id = id or _slug(self.root.name)
+        self._index_path = Path(index_path) if index_path else None
+        self._index: VaultIndex | None = None
+        self._graph: LinkGraph | None = None
+        self._refreshed = False
+        self._lock = threading.RLock()
+        self.last_update: IndexStats | None = None
+
+    def __repr__(self) -> str:
+        return f"Vault({str(self.root)!r}, id={self.id!r})"
+
+    # --- index -------------------------------------------------------------------------------------------
+
+    @property
+    def index(self) -> VaultIndex:
+        with self._lock:
+            if self._index is None:
+                self._index = VaultIndex(str(self.root), self._index_path)
+            return self._index
+
+    def refresh(self, progress: ProgressFn | None = None) -> IndexStats:
+        """Re-index what changed on disk since the last update (everything, the first time)."""
+        with self._lock:
+            stats = self.index.update(progress)
+            if stats.changed or stats.attachments_changed:
+                self._graph = None
+            self._refreshed = True
+            self.last_update = stats
+            return stats
+
+    def _ready(self) -> VaultIndex:
+        """The index, brought up to date once per ``Vault`` object (later changes need ``refresh()``)."""
+        if not self._refreshed:
+            self.refresh()
+        return self.index
+
+    def close(self) -> None:
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+
+    # --- search ------------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        path: str | None = None,
+        type: str | None = None,
+        tags: str | list[str] | None = None,
+        where: dict[str, Any] | None = None,
+        *,
+        modified_after: Any = None,
+        modified_before: Any = None,
+        exclude: list[str] | tuple[str, ...] = (),
+    ) -> list[Hit]:
+        """Ranked full-text search. Filters: folder/path prefix, frontmatter ``type``, tags (all must be
+        present), ``where`` (frontmatter field -> value), modification dates."""
+        if limit < 1:
+            raise UsageError(f"limit must be at least 1 (got {limit})")
+        filters = SearchFilters(
+            path=normalize_note_path(path) if path else None,
+            type=type,
+            tags=[tags] if isinstance(tags, str) else tags,
+            where=where,
+            modified_after=to_epoch(modified_after),
+            modified_before=to_epoch(modified_before),
+            exclude=tuple(exclude),
+        )
+        return search_index(self._ready(), self.id, query, limit, filters)
+
+    # --- notes -------------------------------------------------------------------------------------------
+
+    def resolve_path(self, path: str) -> str:
+        """A vault-relative note path that exists; ``.md`` may be left off."""
+        rel = normalize_note_path(path)
+        candidates = [rel] if rel.lower().endswith(".md") else [rel + ".md", rel]
+        for cand in candidates:
+            full = self.root / cand
+            if full.is_file():
+                real = os.path.realpath(full)
+                if not (real == str(self.root) or real.startswith(str(self.root) + os.sep)):
+                    raise PathOutsideVaultError(
+                        f"{path!r} is a symlink that points outside the vault",
+                        hint="only files inside the vault can be read",
+                    )
+                return cand
+        raise NoteNotFoundError(
+            f"no note {path!r} in vault {self.id!r}",
+            hint="paths are vault-relative with the .md extension; try `shad vault search`",
+        )
+
+    def read_note(self, path: str) -> Note:
+        """Read and parse one note from disk, with its links resolved against the vault."""
+        rel = self.resolve_path(path)
+        full = self.root / rel
+        raw = full.read_bytes()
+        note = parse_note(rel, raw, mtime=full.stat().st_mtime)
+        note.vault = self.id
+        graph = self.graph()
+        for link in note.links:
+            link.resolved, others = graph.resolver.resolve(link.target, rel)
+            link.ambiguous = others or None
+        if is_conflict_copy(rel):
+            note.diagnostics.append(
+                Diagnostic("sync_conflict", "this file is a sync conflict copy", "warning")
+            )
+        return note
+
+    def list_notes(self, folder: str | None = None, recursive: bool = True) -> list[str]:
+        """Vault-relative paths of notes, sorted; optionally only under ``folder``."""
+        index = self._ready()
+        rows = [r[0] for r in index.query("SELECT path FROM files WHERE is_note = 1 ORDER BY path")]
+        prefix = "" if not folder else normalize_note_path(folder).rstrip("/") + "/"
+        out = []
+        for p in rows:
+            if not p.startswith(prefix):
+                continue
+            if not recursive and "/" in p[len(prefix) :]:
+                continue
+            out.append(p)
+        return out
+
+    def list_attachments(self) -> list[str]:
+        return [r[0] for r in self._ready().query("SELECT path FROM files WHERE is_note = 0 ORDER BY path")]
+
+    def get_frontmatter(self, path: str) -> dict[str, Any]:
+        return self.read_note(path).frontmatter
+
+    # --- graph -------------------------------------------------------------------------------------------
+
+    def graph(self) -> LinkGraph:
+        """The link graph (built on first use, rebuilt after a refresh that changed something)."""
+        with self._lock:
+            index = self._ready()
+            if self._graph is None:
+                rows = index.query("SELECT path, is_note, title, type, aliases, links FROM files")
+                self._graph = LinkGraph.build(rows)
+            return self._graph
+
+    def resolve_link(self, target: str, source: str | None = None) -> str | None:
+        return self.graph().resolver.resolve(target, source)[0]
+
+    def backlinks(self, path: str) -> list[str]:
+        """Notes that link to ``path``."""
+        return self.graph().backlinks(self.resolve_path(path))
+
+    def neighbors(self, path: str, depth: int = 1) -> list[str]:
+        """Notes within ``depth`` links of ``path`` (either direction)."""
+        return self.graph().neighbors(self.resolve_path(path), depth)
+
+    def unresolved_links(self) -> list[dict[str, Any]]:
+        return [u.__dict__ for u in self.graph().unresolved]
+
+    # --- status ------------------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Counts, problems and sync conflicts: what a user checks before trusting a run."""
+        index = self._ready()
+        graph = self.graph()
+        rows = index.query("SELECT path, is_note, diagnostics FROM files")
+        notes = [r for r in rows if r[1]]
+        codes: Counter[str] = Counter()
+        problems: list[dict[str, Any]] = []
+        for path, _, diag_json in notes:
+            for d in json.loads(diag_json or "[]"):
+                codes[d["code"]] += 1
+                if d.get("severity") != "info":
+                    problems.append({"path": path, **d})
+        conflicts = [
+            {"path": path, "original": _conflict_original(path, graph)}
+            for path, *_ in rows
+            if is_conflict_copy(path)
+        ]
+        stats = self.last_update
+        return {
+            "vault": self.id,
+            "root": str(self.root),
+            "notes": len(notes),
+            "attachments": len(rows) - len(notes),
+            "links": graph.link_count,
+            "unresolved_links": len(graph.unresolved),
+            "ambiguous_links": len(graph.ambiguous),
+            "tags": index.query("SELECT count(DISTINCT tag) FROM note_tags")[0][0],
+            "diagnostics": dict(sorted(codes.items())),
+            "problems": problems,
+            "conflicts": conflicts,
+            "skipped": [{"path": p, "reason": r} for p, r in (stats.skipped if stats else [])],
+            "index": {
+                "path": str(index.db_path),
+                "bytes": _db_size(index.db_path),
+                "last_update": float(index.meta("last_update") or 0),
+            },
+        }
+
+
+def _conflict_original(path: str, graph: LinkGraph) -> str | None:
+    folder, name = posixpath.split(path)
+    base = re.sub(r"( \([^)]*conflict[^)]*\)|\.sync-conflict-[^.]*)(?=\.[^.]+$)", "", name, flags=re.I)
+    candidate = posixpath.join(folder, base)
+    return candidate if candidate in graph.resolver.exact.values() else None
+
+
+def _db_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())

@@ -1,0 +1,1 @@
+"""``%%shad`` / ``%shad`` IPython magics (arrive with the Jupyter issue)."""

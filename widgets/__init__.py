@@ -1,0 +1,1 @@
+"""anywidget widgets: the live DAG explorer, checkpoints, progress (arrive with the Jupyter issue)."""
