@@ -84,6 +84,11 @@ def index_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
         v = Vault(path)
         with _progress(f"indexing {v.id}", not as_json) as update:
             stats = v.refresh(update)
+        if not v.list_notes():
+            raise UsageError(
+                f"vault {v.id!r} has no notes: {v.root}",
+                hint="point --vault at a folder that contains .md files",
+            )
         results.append(
             {
                 "vault": v.id,
@@ -143,8 +148,23 @@ def _parse_where(items: tuple[str, ...]) -> dict[str, Any] | None:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--where takes FIELD=VALUE, got {item!r}")
-        where.setdefault(key.strip(), []).append(value.strip())
+        where.setdefault(key.strip(), []).extend(_scalar_forms(value.strip()))
     return where or None
+
+
+def _scalar_forms(value: str) -> list[Any]:
+    """The text as typed plus the number or boolean it spells: frontmatter ``rating: 5`` is a number."""
+    forms: list[Any] = [value]
+    if value.lower() in ("true", "false"):
+        forms.append(value.lower() == "true")
+        return forms
+    for convert in (int, float):
+        try:
+            forms.append(convert(value))
+            break
+        except ValueError:
+            continue
+    return forms
 
 
 @vault_group.command("search")

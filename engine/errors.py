@@ -62,6 +62,8 @@ class NoteNotFoundError(ShadError):
 class PathOutsideVaultError(ShadError):
     """A path escapes the vault (``..``, absolute, a symlink out, a hidden folder)."""
 
+    exit_code = 2
+
 
 class IndexUnavailableError(ShadError):
     """The search index cannot be built here (e.g. SQLite lacks FTS5)."""

@@ -1,1 +1,3 @@
-"""The ``shad`` Jupyter kernel: an IPython kernel where a cell can be a goal (arrives with the Jupyter issue)."""
+"""The ``shad`` Jupyter kernel: an IPython kernel where a cell can be a goal.
+
+Arrives with the Jupyter issue."""

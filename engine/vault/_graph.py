@@ -59,7 +59,7 @@ class Resolver:
         found = self._exact(t)
         if found:
             return found, []
-        if src_dir:
+        if src_dir and "/" in t:  # a bare name in the note's own folder is ranked below, with the others
             found = self._exact(f"{src_dir}/{t}")
             if found:
                 return found, []

@@ -36,9 +36,11 @@ __all__ = [
     "shad_home",
 ]
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 _BATCH = 1000
+_SAMPLE_ABOVE = 20_000  # notes; above this, word frequencies are estimated from a sample
+_SAMPLE_SHARE = 8  # the sample is the first 1/8 of note ids
 _PARALLEL_THRESHOLD = 1500
 # Column weights for BM25: a query word in the title counts far more than one in the body.
 # Two full-text tables: ``fts`` holds passages (a section of a note each: its heading chain and text),
@@ -84,8 +86,9 @@ _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files(
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, is_note INTEGER NOT NULL,
-    size INTEGER, mtime_ns INTEGER, hash TEXT, title TEXT, type TEXT, tags TEXT, aliases TEXT,
-    frontmatter TEXT, headings TEXT, blocks TEXT, links TEXT, diagnostics TEXT);
+    size INTEGER, mtime_ns INTEGER, hash TEXT, passages INTEGER, title TEXT, type TEXT, tags TEXT,
+    aliases TEXT, frontmatter TEXT, headings TEXT, blocks TEXT, links TEXT, diagnostics TEXT);
+CREATE INDEX IF NOT EXISTS files_state ON files(path, id, size, mtime_ns, hash);
 CREATE TABLE IF NOT EXISTS note_tags(file_id INTEGER NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS note_tags_tag ON note_tags(tag);
 CREATE INDEX IF NOT EXISTS note_tags_file ON note_tags(file_id);
@@ -115,6 +118,8 @@ class VaultIndex:
         self.db_path = Path(db_path) if db_path else default_index_path(root)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._counts: dict[tuple[str, int, str], int] = {}
+        self._sizes: tuple[int, int] | None = None
         self.conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=60, isolation_level=None)
         _check_fts5(self.conn)
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -150,6 +155,46 @@ class VaultIndex:
 
     def is_empty(self) -> bool:
         return self.meta("last_update") is None
+
+    def passage_count(self) -> int:
+        """How many passages are indexed (kept in ``meta`` by each update, cached here)."""
+        if self._sizes is None:
+            self._sizes = (int(self.meta("notes") or 0), int(self.meta("passages") or 0))
+        return self._sizes[1]
+
+    def note_count(self) -> int:
+        self.passage_count()
+        assert self._sizes is not None
+        return self._sizes[0]
+
+    def estimate_count(self, match: str, cap: int, table: str = "fts") -> int:
+        """About how many rows of ``table`` match, up to ``cap``. Large indexes count in a sample of
+        the id range and scale up, so the cost stays small however common the word."""
+        notes = self.note_count()
+        if notes < _SAMPLE_ABOVE:
+            return self.capped_count(match, cap, table)
+        key = (match, -cap, table)
+        cached = self._counts.get(key)
+        if cached is None:
+            bound = (notes // _SAMPLE_SHARE) << (CHUNK_BITS if table == "fts" else 0)
+            name = "names" if table == "names" else "fts"
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? AND rowid < ? LIMIT ?)"
+            sample = self.query(sql, (match, bound, cap // _SAMPLE_SHARE + 1))[0][0]
+            cached = self._counts[key] = sample * _SAMPLE_SHARE
+        return cached
+
+    def capped_count(self, match: str, cap: int, table: str = "fts") -> int:
+        """How many rows of ``table`` (fts or names) match, counting no further than ``cap``: cheap even
+        for common words. Cached until the index changes."""
+        key = (match, cap, table)
+        cached = self._counts.get(key)
+        if cached is None:
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM {'names' if table == 'names' else 'fts'} WHERE "
+            sql += f"{'names' if table == 'names' else 'fts'} MATCH ? LIMIT ?)"
+            cached = self._counts[key] = self.query(sql, (match, cap))[0][0]
+            if len(self._counts) > 50_000:
+                self._counts.clear()
+        return cached
 
     # --- updating --------------------------------------------------------------------------------------
 
@@ -199,6 +244,10 @@ class VaultIndex:
                 done += self._commit_batch(batch, stored, stats)
             if progress:
                 progress(done, total)
+            if stats.changed or self.meta("passages") is None:
+                self._counts.clear()
+                self._sizes = None
+                self._write(self._store_counts)
             self._write(
                 lambda: self.conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),)
@@ -215,6 +264,13 @@ class VaultIndex:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    def _store_counts(self) -> None:
+        notes = self.conn.execute("SELECT count(*) FROM names").fetchone()[0]
+        # Passage rowids are note ids shifted left; counting the fts table itself would scan it all.
+        passages = self.conn.execute("SELECT sum(passages) FROM files WHERE is_note = 1").fetchone()[0] or 0
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES('notes', ?)", (str(notes),))
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES('passages', ?)", (str(passages),))
 
     def _delete_ids(self, ids: list[int]) -> None:
         for fid in ids:
@@ -251,9 +307,10 @@ class VaultIndex:
                 else:
                     stats.added += 1
                 cur = self.conn.execute(
-                    "INSERT INTO files(path, is_note, size, mtime_ns, hash, title, type, tags, aliases, "
-                    "frontmatter, headings, blocks, links, diagnostics) VALUES(?,1,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (item.entry.path, item.entry.size, item.entry.mtime_ns, *item.row),
+                    "INSERT INTO files(path, is_note, size, mtime_ns, passages, hash, title, type, tags, "
+                    "aliases, frontmatter, headings, blocks, links, diagnostics) "
+                    "VALUES(?,1,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (item.entry.path, item.entry.size, item.entry.mtime_ns, len(item.chunks), *item.row),
                 )
                 fid = cur.lastrowid
                 assert fid is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,9 +16,10 @@ __all__ = ["VaultSet"]
 
 
 class VaultSet:
-    """Vaults in priority order. Search merges each vault's hits by ``score * (1 + bonus)``, where the
-    bonus is ``priority_bonus`` for each place a vault stands ahead of the last one, after capping each
-    vault at ``per_vault`` hits. Every hit keeps its vault id."""
+    """Vaults in priority order. Search merges each vault's hits by ``score * scale * (1 + bonus)``: the
+    scale divides out the vault's size (BM25 scores grow with the log of the corpus), the bonus is
+    ``priority_bonus`` for each place a vault stands ahead of the last one; each vault is first capped at
+    ``per_vault`` hits. Every hit keeps its vault id."""
 
     def __init__(
         self,
@@ -96,8 +98,11 @@ class VaultSet:
         merged: list[Hit] = []
         for v, hits in zip(chosen, per_vault):
             bonus = self.priority_bonus * (last - self.vaults.index(v))
+            # BM25's IDF grows with the log of a vault's size, so a small vault's best match scores low
+            # next to a big vault's; dividing by that log puts the vaults on one scale before merging.
+            scale = 1.0 if len(chosen) == 1 else 10.0 / math.log(2 + v.index.passage_count())
             for hit in hits:
-                hit.score = round(hit.score * (1 + bonus), 4)
+                hit.score = round(hit.score * scale * (1 + bonus), 4)
                 merged.append(hit)
         merged.sort(key=lambda h: h.score, reverse=True)
         return merged[:limit]

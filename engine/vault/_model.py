@@ -25,7 +25,7 @@ class Heading:
     offset: int  # character offset in the note's body
 
 
-@dataclass
+@dataclass(slots=True)
 class Link:
     """One outgoing link as written, plus where it points once resolved against the vault."""
 
@@ -41,7 +41,17 @@ class Link:
     ambiguous: list[str] | None = None  # other candidates when the name matched several files
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, False) or k == "resolved"}
+        """The fields that are set (``resolved`` always), as plain JSON-ready values."""
+        data: dict[str, Any] = {"target": self.target, "resolved": self.resolved}
+        for key in ("heading", "block", "alias", "field", "ambiguous"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        if self.embed:
+            data["embed"] = True
+        data["kind"] = self.kind
+        data["line"] = self.line
+        return data
 
 
 @dataclass

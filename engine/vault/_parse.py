@@ -35,6 +35,7 @@ HUGE_BYTES = 1_000_000
 INDEXED_BODY_CHARS = 1_000_000
 MAX_PARSE_CHARS = 8_000_000
 MAX_FRONTMATTER_NODES = 20_000
+MAX_FRONTMATTER_DEPTH = 64  # nesting deeper than this (or a recursive YAML alias) is refused
 CHUNK_CHARS = 1_200  # long sections are cut into passages of about this size
 MAX_CHUNKS = 1_000  # passages per note; the rest joins the last one
 _MIN_CHUNK = 40
@@ -42,14 +43,14 @@ RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "par
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(|.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
 _INLINE_CODE = re.compile(r"(`+)[^`\n](?:.*?[^`\n])??\1(?!`)")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-_TAG = re.compile(r"(?<![\w/#&\\])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
+_TAG = re.compile(r"(?<![\w/#&\\\[|])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.M)
 _BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.M)
 _BLOCK_SUFFIX = re.compile(r"\s+\^[A-Za-z0-9-]+$")
@@ -160,6 +161,8 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
     digest = hashlib.sha256(raw).hexdigest()
     title = PurePosixPath(path).stem
     text = _decode(raw, diagnostics)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")  # CRLF files: headings, fences and block ids end at "\n"
     if len(text) > MAX_PARSE_CHARS:
         diagnostics.append(
             Diagnostic(
@@ -189,15 +192,20 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
     line_of = _LineCounter(body, body_line)
     links = _body_links(masked, line_of)
     links.extend(_frontmatter_links(frontmatter))
+    has_hash = "#" in masked
     headings = [
-        Heading(len(m.group(1)), _BLOCK_SUFFIX.sub("", m.group(2)), line_of(m.start()), m.start())
-        for m in _HEADING.finditer(masked)
+        Heading(len(m.group(1)), _strip_block(m.group(2)), line_of(m.start()), m.start())
+        for m in (_HEADING.finditer(masked) if has_hash else ())
     ]
-    blocks = {m.group(1): line_of(m.start(1)) for m in _BLOCK_ID.finditer(masked)}
-    tag_text = _WIKILINK.sub(" ", masked) if "[[" in masked else masked
-    tags = _unique(
-        [m.group(1).lower() for m in _TAG.finditer(tag_text)] + _frontmatter_list(frontmatter, "tags", "tag")
-    )
+    blocks = {m.group(1): line_of(m.start(1)) for m in _BLOCK_ID.finditer(masked)} if "^" in masked else {}
+    inline_tags: list[str] = []
+    if has_hash:
+        # "[[#Heading]]" and "[x](#heading)" are links, not tags; "[" before "#" is excluded by _TAG.
+        tag_text = _MDLINK.sub(" ", masked) if "](#" in masked else masked
+        if "|" in tag_text and "[[" in tag_text:  # nor is "#x" in a link's display text "[[Note|about #x]]"
+            tag_text = _WIKILINK.sub(" ", tag_text)
+        inline_tags = [m.group(1).lower() for m in _TAG.finditer(tag_text)]
+    tags = _unique(inline_tags + _frontmatter_list(frontmatter, "tags", "tag"))
     tags = [t.lstrip("#") for t in tags if t.lstrip("#")]
     aliases = _frontmatter_list(frontmatter, "aliases", "alias")
     note = Note(
@@ -219,6 +227,10 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
 
 
 # --- decoding and frontmatter ------------------------------------------------------------------------
+
+
+def _strip_block(heading: str) -> str:
+    return _BLOCK_SUFFIX.sub("", heading) if "^" in heading else heading
 
 
 def _decode(raw: bytes, diagnostics: list[Diagnostic]) -> str:
@@ -246,7 +258,7 @@ def _split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[s
         return {}, text, 1
     match = _FRONTMATTER.match(text)
     if match is None:
-        if re.match(r"---[ \t]*\r?\n", text):
+        if re.match(r"---[ \t]*\n", text):
             diagnostics.append(
                 Diagnostic(
                     "unclosed_frontmatter",
@@ -294,15 +306,8 @@ def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
         return {}
     try:
         return _plain(data, _Budget())  # type: ignore[no-any-return]
-    except _TooBig:
-        diagnostics.append(
-            Diagnostic(
-                "frontmatter_too_large",
-                "frontmatter expands to more than "
-                f"{MAX_FRONTMATTER_NODES:,} values (YAML alias bomb?); ignored",
-                "error",
-            )
-        )
+    except _TooBig as exc:
+        diagnostics.append(Diagnostic("frontmatter_too_large", f"frontmatter {exc}; ignored", "error"))
         return {}
 
 
@@ -328,19 +333,21 @@ class _Budget:
     def __init__(self) -> None:
         self.left = MAX_FRONTMATTER_NODES
 
-    def spend(self) -> None:
+    def spend(self, depth: int) -> None:
         self.left -= 1
         if self.left < 0:
-            raise _TooBig
+            raise _TooBig(f"expands to more than {MAX_FRONTMATTER_NODES:,} values (YAML alias bomb?)")
+        if depth > MAX_FRONTMATTER_DEPTH:
+            raise _TooBig(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels (recursive YAML alias?)")
 
 
-def _plain(value: Any, budget: _Budget) -> Any:
+def _plain(value: Any, budget: _Budget, depth: int = 0) -> Any:
     """Convert YAML values to JSON-safe ones, counting nodes so shared aliases cannot explode."""
-    budget.spend()
+    budget.spend(depth)
     if isinstance(value, dict):
-        return {str(k): _plain(v, budget) for k, v in value.items()}
+        return {str(k): _plain(v, budget, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
-        return [_plain(v, budget) for v in value]
+        return [_plain(v, budget, depth + 1) for v in value]
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -388,12 +395,12 @@ def _mask_code_and_comments(body: str) -> tuple[str, list[tuple[int, int]]]:
             spans.append((opener.start(), end))
             pos = end
     text = _blank(body, spans) if spans else body
+    if "`" in text:  # before comments: "`%%`" is code, not the start of a comment
+        text = _blank(text, [m.span() for m in _INLINE_CODE.finditer(text)])
     comments: list[tuple[int, int]] = []
     if "%%" in text:
         comments = [m.span() for m in _COMMENT.finditer(text)]
         text = _blank(text, comments)
-    if "`" in text:
-        text = _blank(text, [m.span() for m in _INLINE_CODE.finditer(text)])
     return text, comments
 
 
@@ -402,7 +409,11 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     pos = 0
     for start, end in spans:
         parts.append(text[pos:start])
-        parts.append(re.sub(r"[^\n]", " ", text[start:end]))
+        segment = text[start:end]
+        if "\n" in segment:
+            parts.append("\n".join(" " * len(line) for line in segment.split("\n")))
+        else:
+            parts.append(" " * len(segment))
         pos = end
     parts.append(text[pos:])
     return "".join(parts)
@@ -487,7 +498,7 @@ def _frontmatter_links(frontmatter: dict[str, Any]) -> list[Link]:
             for m in matches:
                 target, heading, block, alias = split_link_text(m.group(2))
                 links.append(Link(target, heading, block, alias, kind="frontmatter", field=key))
-            if not matches and key in RELATION_FIELDS and value.strip():
+            if not matches and key in RELATION_FIELDS and value.strip() and not _SCHEME.match(value.strip()):
                 links.append(Link(value.strip(), kind="frontmatter", field=key))
 
     for key, value in frontmatter.items():

@@ -63,17 +63,17 @@ class ParsedQuery:
         out += [_quote(" ".join(words)) for words in self.phrases]
         return out
 
-    def _not(self) -> str:
+    def negation(self) -> str:
         return "".join(f" NOT {_quote(x)}" for x in self.excluded)
 
     def strict(self) -> str:
         """Every clause must match."""
-        return " AND ".join(self.clauses()) + self._not()
+        return " AND ".join(self.clauses()) + self.negation()
 
     def relaxed(self, clauses: list[str] | None = None) -> str:
         """Any clause may match."""
         chosen = clauses if clauses is not None else self.clauses()
-        return "(" + " OR ".join(chosen) + ")" + self._not()
+        return "(" + " OR ".join(chosen) + ")" + self.negation()
 
     def words(self) -> list[str]:
         """All positive words (terms, prefixes and phrase words), for reranking and snippets."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from stat import S_ISREG
+from typing import NamedTuple
 
 __all__ = ["SKIPPED_DIRS", "FileEntry", "ScanResult", "is_conflict_copy", "scan_vault"]
 
@@ -14,8 +16,7 @@ _CONFLICT = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     path: str  # vault-relative, POSIX
     size: int
     mtime_ns: int
@@ -45,13 +46,13 @@ def scan_vault(root: str) -> ScanResult:
         try:
             entries = list(os.scandir(abs_dir))
         except OSError as exc:
-            skipped.append((rel_dir or ".", f"cannot list folder: {exc.strerror}"))
+            skipped.append((rel_dir.rstrip("/") or ".", f"cannot list folder: {exc.strerror}"))
             continue
         for entry in entries:
             name = entry.name
             if name.startswith("."):
                 continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
+            rel = rel_dir + name
             try:
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
@@ -68,11 +69,11 @@ def scan_vault(root: str) -> ScanResult:
                         )
                         continue
                 if entry.is_dir():
-                    stack.append((rel, entry.path))
-                    continue
-                if not entry.is_file():
+                    stack.append((rel + "/", entry.path))
                     continue
                 st = entry.stat()
+                if not S_ISREG(st.st_mode):
+                    continue
             except OSError as exc:
                 skipped.append((rel, f"cannot read: {exc.strerror}"))
                 continue

@@ -1,12 +1,13 @@
-"""Ranked search over one vault's index: BM25 with field weights, a strict-then-relaxed match, a
-light rerank on title and coverage, filters, and snippets centred on the match under their heading."""
+"""Ranked search over one vault's index: BM25 over passages and names, filters, and snippets centred
+on the match under the heading they fall in."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ._index import CHUNK_BITS, VaultIndex
@@ -16,7 +17,8 @@ from ._query import ParsedQuery, parse_query, stem
 __all__ = ["SearchFilters", "search_index"]
 
 SNIPPET_CHARS = 240
-_RELAX_BELOW = 3  # relax a strict AND query when it finds fewer notes than this (or than the limit)
+_WORDS = re.compile(r"\w+", re.U)
+_RELAX_BELOW = 10  # relax a strict AND query when it finds fewer notes than this (or than the limit)
 _MAX_CANDIDATES = 60
 
 
@@ -86,185 +88,237 @@ def _like_prefix(prefix: str) -> str:
 @dataclass
 class _Candidate:
     fid: int
-    path: str
-    title: str
-    type: str | None
-    tags: list[str]
-    mtime_ns: int
-    aliases: list[str]
-    chunk: int  # rowid of the best passage
+    chunk: int  # rowid of the best passage (-1: matched on its name only)
     heading: str | None
-    bm25: float  # best passage score, plus a little for further matching passages
-    strict: bool
-    score: float = 0.0
+    score: float  # best passage BM25 + a share of the second + the scaled name BM25
+    path: str = ""
+    title: str = ""
+    type: str | None = None
+    tags: list[str] = field(default_factory=list)
+    mtime_ns: int = 0
 
 
 _PASSAGES = (
-    "SELECT fts.rowid, fts.heading, bm25(fts, {w}) AS score, f.id, f.path, f.title, f.type, f.tags, "
-    f"f.mtime_ns, f.aliases FROM fts JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
+    "SELECT fts.rowid, fts.heading, bm25(fts, {w}) AS score FROM fts "
+    f"JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
     "WHERE fts MATCH ? AND {where} ORDER BY score LIMIT ?"
 )
-_NAMES = (
-    "SELECT f.id, bm25(names, {w}) AS score, f.path, f.title, f.type, f.tags, f.mtime_ns, f.aliases "
-    "FROM names JOIN files f ON f.id = names.rowid WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
+_PASSAGES_ALL = (
+    "SELECT rowid, heading, bm25(fts, {w}) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?"
 )
-PASSAGE_WEIGHTS = (1.0, 1.0, 0.0)  # heading chain, text
-NAME_WEIGHTS = (4.0, 4.0, 1.5, 1.0)  # title, aliases, tags, headings
-NAME_SCORE_WEIGHT = 0.5
-SECOND_PASSAGE_WEIGHT = 0.3
-STRATEGY = {"strict": True, "rerank": False}
+_NAMES = (
+    "SELECT names.rowid, bm25(names, {w}) AS score FROM names JOIN files f ON f.id = names.rowid "
+    "WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
+)
+_NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
+_META = "SELECT id, path, title, type, tags, mtime_ns FROM files WHERE id IN ({ids})"
+_NO_FILTER = "f.is_note = 1"
+
+PASSAGE_WEIGHTS = "1.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
+NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0"  # title, aliases, tags, all headings
+NAME_SCORE_WEIGHT = 0.25  # a name match is short, so its BM25 runs high: scale it to a passage's
+SECOND_PASSAGE_WEIGHT = 0.6  # a second matching passage in the same note adds this share of its score
+SHORT_QUERY = 3  # up to this many words, try every word in one passage (AND) first
+EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
+# A word found in more than this share of passages (or names) is too common to rank by: scoring every
+# passage that holds it costs ~1 us each and its IDF adds little. It still counts in the AND query.
+SELECTIVE = {"fts": (2000, 0.01), "names": (300, 0.005)}
 
 
 def search_index(
     index: VaultIndex, vault_id: str, query: str, limit: int, filters: SearchFilters
 ) -> list[Hit]:
+    """Passages ranked by BM25, grouped by note, plus a bonus for query words in the note's name.
+
+    Short queries first require every word in one passage; longer ones (questions) take passages that
+    hold at least two of the query's selective words, which finds the sentence that answers without
+    scoring every passage that mentions one common word.
+    """
     parsed = parse_query(query)
     where, params = filters.sql()
+    if parsed.excluded:
+        where, params = _exclude_words(parsed, where, params) if parsed.empty else (where, params)
     if parsed.empty:
         return _list_only(index, vault_id, limit, where, params)
+    # The candidate pool must not depend on ``limit`` (up to 10), or a smaller limit changes the order.
     n_passages = max(limit * 8, _MAX_CANDIDATES)
     candidates: dict[int, _Candidate] = {}
-    single = len(parsed.clauses()) == 1
-    if STRATEGY["strict"] or single:
-        _fetch_passages(index, parsed.strict(), where, params, n_passages, True, candidates)
-    if not single and (not STRATEGY["strict"] or len(candidates) < max(limit, _RELAX_BELOW)):
-        _fetch_passages(index, parsed.relaxed(), where, params, n_passages, False, candidates)
-    _fetch_names(index, parsed.relaxed(), where, params, max(limit * 3, 30), candidates)
+    clauses = parsed.clauses()
+    if len(clauses) <= SHORT_QUERY:
+        _fetch_passages(index, parsed.strict(), where, params, n_passages, candidates)
+    if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
+        chosen = _selective(index, clauses, "fts")
+        match = _pairs(chosen, parsed) if len(chosen) > 2 else parsed.relaxed(chosen)
+        _fetch_passages(index, match, where, params, n_passages, candidates)
+    names = _selective(index, clauses, "names")
+    _fetch_names(index, parsed.relaxed(names), where, params, max(limit * 3, 30), candidates)
     if not candidates:
         return []
-    ranked = list(candidates.values())
-    _rerank(ranked, parsed)
-    ranked.sort(key=lambda c: c.score, reverse=True)
-    return [_to_hit(index, vault_id, c, parsed) for c in ranked[:limit]]
+    if len(clauses) <= SHORT_QUERY:
+        _boost_exact_names(index, parsed, candidates)
+    ranked = sorted(candidates.values(), key=lambda c: c.score, reverse=True)
+    if parsed.excluded:
+        ranked = _drop_excluded(index, parsed, ranked[: limit * 3 + 10])
+    ranked = ranked[: limit + 5]
+    top = {c.fid: c for c in ranked}
+    _fill_meta(index, top)  # also drops passages whose note vanished meanwhile
+    return [_to_hit(index, vault_id, c, parsed) for c in ranked if c.fid in top][:limit]
+
+
+def _boost_exact_names(index: VaultIndex, parsed: ParsedQuery, candidates: dict[int, _Candidate]) -> None:
+    """A note whose title or alias *is* the query is what a short query means (as in Obsidian's switcher)."""
+    wanted = " ".join(parsed.words())
+    ids = ",".join(str(fid) for fid in candidates)
+    for fid, title, aliases in index.query(f"SELECT id, title, aliases FROM files WHERE id IN ({ids})"):
+        names = [title or "", *json.loads(aliases or "[]")]
+        if any(" ".join(_WORDS.findall(n.lower())) == wanted for n in names):
+            candidates[fid].score *= EXACT_NAME_BOOST
+
+
+def _drop_excluded(index: VaultIndex, parsed: ParsedQuery, ranked: list[_Candidate]) -> list[_Candidate]:
+    """``-word`` excludes notes that hold the word anywhere, not only in the passage that matched."""
+    match = " OR ".join(f'"{w}"' for w in parsed.excluded)
+    kept = []
+    for c in ranked:
+        lo = c.fid << CHUNK_BITS
+        in_text = index.query(
+            "SELECT 1 FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ? LIMIT 1",
+            (match, lo, lo + (1 << CHUNK_BITS)),
+        )
+        in_name = index.query("SELECT 1 FROM names WHERE names MATCH ? AND rowid = ?", (match, c.fid))
+        if not in_text and not in_name:
+            kept.append(c)
+    return kept
+
+
+def _exclude_words(parsed: ParsedQuery, where: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """For a query of only ``-words``: list the notes that hold none of them."""
+    match = " OR ".join(f'"{w}"' for w in parsed.excluded)
+    clause = (
+        f" AND f.id NOT IN (SELECT rowid >> {CHUNK_BITS} FROM fts WHERE fts MATCH ?)"
+        " AND f.id NOT IN (SELECT rowid FROM names WHERE names MATCH ?)"
+    )
+    return where + clause, [*params, match, match]
+
+
+def _pairs(clauses: list[str], parsed: ParsedQuery) -> str:
+    """Passages holding at least two of the clauses. Each clause appears once per pair, which scales
+    every BM25 term by the same factor and so keeps BM25's ranking."""
+    pairs = [f"({a} AND {b})" for i, a in enumerate(clauses) for b in clauses[i + 1 :]]
+    return "(" + " OR ".join(pairs) + ")" + parsed.negation()
+
+
+def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
+    """The clauses rare enough to rank by; at least the two rarest."""
+    if len(clauses) <= 2:
+        return clauses
+    floor, share = SELECTIVE[table]
+    total = index.passage_count() if table == "fts" else index.note_count()
+    cap = max(floor, int(share * total))
+    counted = sorted((index.estimate_count(c, cap + 1, table), c) for c in clauses)
+    chosen = [c for n, c in counted if n <= cap]
+    return chosen if len(chosen) >= 2 else [c for _, c in counted[:2]]
 
 
 def _fetch_passages(
-    index: VaultIndex,
-    match: str,
-    where: str,
-    params: list[Any],
-    n: int,
-    strict: bool,
-    into: dict[int, _Candidate],
+    index: VaultIndex, match: str, where: str, params: list[Any], n: int, into: dict[int, _Candidate]
 ) -> None:
-    weights = ", ".join(str(w) for w in PASSAGE_WEIGHTS)
-    rows = index.query(_PASSAGES.format(where=where, w=weights), [match, *params, n])
+    if where == _NO_FILTER:
+        rows = index.query(_PASSAGES_ALL.format(w=PASSAGE_WEIGHTS), [match, n])
+    else:
+        rows = index.query(_PASSAGES.format(where=where, w=PASSAGE_WEIGHTS), [match, *params, n])
     seen_here: dict[int, int] = {}
-    for rowid, heading, rank, fid, path, title, ntype, tags, mtime_ns, aliases in rows:
+    for rowid, heading, rank in rows:
+        fid = rowid >> CHUNK_BITS
         score = -float(rank)
         count = seen_here.get(fid, 0)
         seen_here[fid] = count + 1
         existing = into.get(fid)
-        if existing is not None:
-            if count == 1 and existing.strict == strict:
-                existing.bm25 += SECOND_PASSAGE_WEIGHT * score
-            continue
-        into[fid] = _Candidate(
-            fid,
-            path,
-            title,
-            ntype,
-            json.loads(tags or "[]"),
-            mtime_ns or 0,
-            json.loads(aliases or "[]"),
-            rowid,
-            heading,
-            score,
-            strict,
-        )
+        if existing is None:
+            into[fid] = _Candidate(fid, rowid, heading, score)
+        elif count == 1:
+            existing.score += SECOND_PASSAGE_WEIGHT * score
 
 
 def _fetch_names(
     index: VaultIndex, match: str, where: str, params: list[Any], n: int, into: dict[int, _Candidate]
 ) -> None:
-    weights = ", ".join(str(w) for w in NAME_WEIGHTS)
-    for fid, rank, path, title, ntype, tags, mtime_ns, aliases in index.query(
-        _NAMES.format(where=where, w=weights), [match, *params, n]
-    ):
+    if where == _NO_FILTER:
+        rows = index.query(_NAMES_ALL.format(w=NAME_WEIGHTS), [match, n])
+    else:
+        rows = index.query(_NAMES.format(where=where, w=NAME_WEIGHTS), [match, *params, n])
+    for fid, rank in rows:
         score = -float(rank) * NAME_SCORE_WEIGHT
         existing = into.get(fid)
         if existing is None:
-            into[fid] = _Candidate(
-                fid,
-                path,
-                title,
-                ntype,
-                json.loads(tags or "[]"),
-                mtime_ns or 0,
-                json.loads(aliases or "[]"),
-                -1,
-                None,
-                score,
-                False,
-            )
+            into[fid] = _Candidate(fid, -1, None, score)
         else:
-            existing.bm25 += score
+            existing.score += score
 
 
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in re.findall(r"\w+", text.lower())}
-
-
-def _rerank(candidates: list[_Candidate], parsed: ParsedQuery) -> None:
-    """Scale BM25 by how much of the query the title and aliases cover, with a bonus for full matches.
-
-    Multiplicative, so scores stay on BM25's scale and hits from layered vaults can be merged."""
-    query_stems = [stem(w) for w in parsed.words()]
-    for c in candidates:
-        if not STRATEGY["rerank"]:
-            c.score = c.bm25
-            continue
-        name_stems = _stems(" ".join([c.title, *c.aliases]))
-        title_cover = sum(1 for s in query_stems if s in name_stems) / max(1, len(query_stems))
-        # Titles that are mostly query words are the note *about* the thing asked.
-        title_stems = _stems(c.title)
-        precision = sum(1 for s in title_stems if s in query_stems) / max(1, len(title_stems))
-        c.score = c.bm25 * (1 + 0.35 * title_cover + 0.15 * precision + (0.1 if c.strict else 0.0))
+def _fill_meta(index: VaultIndex, candidates: dict[int, _Candidate]) -> None:
+    ids = ",".join(str(fid) for fid in candidates)
+    for fid, path, title, ntype, tags, mtime_ns in index.query(_META.format(ids=ids)):
+        c = candidates[fid]
+        c.path, c.title, c.type, c.mtime_ns = path, title, ntype, mtime_ns or 0
+        c.tags = json.loads(tags or "[]")
+    for fid in [fid for fid, c in candidates.items() if not c.path]:
+        del candidates[fid]
 
 
 def _to_hit(index: VaultIndex, vault_id: str, c: _Candidate, parsed: ParsedQuery) -> Hit:
-    chunk, heading = c.chunk, c.heading
-    if chunk < 0:  # matched on its name only: show its best passage, or its opening
-        lo, hi = c.fid << CHUNK_BITS, (c.fid + 1) << CHUNK_BITS
-        rows = index.query(
-            "SELECT rowid, heading FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ? "
-            "ORDER BY rank LIMIT 1",
-            (parsed.relaxed(), lo, hi),
-        )
-        chunk, heading = rows[0] if rows else (lo, None)
-    rows = index.query("SELECT body FROM fts WHERE rowid = ?", (chunk,))
-    snippet, _ = make_snippet(rows[0][0] if rows else "", parsed.words())
+    words = parsed.words()
+    if c.chunk >= 0:
+        rows = index.query("SELECT heading, body FROM fts WHERE rowid = ?", (c.chunk,))
+        heading, body = rows[0] if rows else (None, "")
+    else:  # matched on its name only: show the best of its first passages
+        lo = c.fid << CHUNK_BITS
+        rows = index.query("SELECT heading, body FROM fts WHERE rowid >= ? AND rowid < ?", (lo, lo + 8))
+        heading, body = max(rows, key=lambda r: _window(r[1], words)[0]) if rows else (None, "")
+    snippet, _ = make_snippet(body, words)
     return Hit(
         vault_id, c.path, c.title, round(c.score, 4), snippet, heading, c.type, c.tags, c.mtime_ns / 1e9
     )
+
+
+@lru_cache(maxsize=512)
+def _match_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I | re.U)
+
+
+def _window(body: str, words: list[str], width: int = SNIPPET_CHARS) -> tuple[float, int | None]:
+    """(distinct query words, start offset) of the densest ``width``-wide window of ``body``."""
+    stems = tuple(sorted({stem(w) for w in words if w}, key=len, reverse=True))
+    if not body or not stems:
+        return 0.0, None
+    # Which query word a match stands for is the alternative that matched: the text is never stemmed.
+    pattern = _match_pattern(stems)
+    found = [(m.start(), m.group(1).lower()) for _, m in zip(range(2000), pattern.finditer(body))]
+    if not found:
+        return 0.0, None
+    best_start, best_score = found[0][0], -1.0
+    j = 0
+    for i, (start, _) in enumerate(found):
+        while found[j][0] < start - width // 2:
+            j += 1
+        score = len({s for _, s in found[j : i + 1]}) + 0.01 * (i - j)
+        if score > best_score:
+            best_score, best_start = score, found[j][0]
+    return best_score, best_start
 
 
 def make_snippet(body: str, words: list[str], width: int = SNIPPET_CHARS) -> tuple[str, int | None]:
     """The window of ``body`` holding the most distinct query words, and its start offset."""
     if not body:
         return "", None
-    stems = sorted({stem(w) for w in words if w}, key=len, reverse=True)
-    if not stems:
-        return _clean(body[:width]), None
-    pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I | re.U)
-    matches = [(m.start(), stem(m.group(0))) for _, m in zip(range(2000), pattern.finditer(body))]
-    if not matches:
-        return _clean(body[:width]), None
-    best_start, best_score = matches[0][0], -1.0
-    j = 0
-    for i, (start, _) in enumerate(matches):
-        while matches[j][0] < start - width // 2:
-            j += 1
-        window = {s for pos, s in matches[j : i + 1]}
-        score = len(window) + 0.01 * (i - j)
-        if score > best_score:
-            best_score, best_start = score, matches[j][0]
-    start = max(0, best_start - width // 4)
-    start = _word_boundary(body, start)
+    _, best = _window(body, words, width)
+    if best is None:
+        return _clean(body[:width]) + ("…" if len(body) > width else ""), None
+    start = _word_boundary(body, max(0, best - width // 4))
     text = body[start : start + width]
     prefix = "…" if start > 0 else ""
     suffix = "…" if start + width < len(body) else ""
-    return prefix + _clean(text) + suffix, best_start
+    return prefix + _clean(text) + suffix, best
 
 
 def _word_boundary(body: str, start: int) -> int:

@@ -46,6 +46,17 @@ def to_epoch(value: Any) -> float | None:
         raise UsageError(f"not a date: {value!r}", hint="use an ISO date such as 2026-03-14") from exc
 
 
+def _where_values(where: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Dates in ``where`` compared the way frontmatter stores them: as ISO strings."""
+    if not where:
+        return where
+
+    def one(v: Any) -> Any:
+        return v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v
+
+    return {k: [one(x) for x in v] if isinstance(v, (list, tuple, set)) else one(v) for k, v in where.items()}
+
+
 def normalize_note_path(path: str) -> str:
     """Validate a vault-relative path: POSIX, no ``..``, not absolute, no NUL, nothing hidden."""
     if not isinstance(path, str) or not path.strip():
@@ -153,7 +164,7 @@ class Vault:
             path=normalize_note_path(path) if path else None,
             type=type,
             tags=[tags] if isinstance(tags, str) else tags,
-            where=where,
+            where=_where_values(where),
             modified_after=to_epoch(modified_after),
             modified_before=to_epoch(modified_before),
             exclude=tuple(exclude),

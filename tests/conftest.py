@@ -1,0 +1,50 @@
+"""Shared fixtures: throwaway vaults, the demo vault and the real vaults in ``../shared/vaults``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_VAULT = REPO_ROOT / "example_notebooks" / "vault"
+SHARED_VAULTS = REPO_ROOT.parent / "shared" / "vaults"
+
+MakeVault = Callable[..., Path]
+
+
+@pytest.fixture
+def make_vault(tmp_path: Path) -> MakeVault:
+    """``make_vault({"Folder/Note.md": "text", "img.png": b"..."}, name="vault")`` writes the files
+    (``str`` as UTF-8, ``bytes`` as they are) under ``tmp_path / name`` and returns that folder.
+    Call it more than once with different names for several vaults."""
+
+    def make(files: Mapping[str, str | bytes], name: str = "vault") -> Path:
+        root = tmp_path / name
+        root.mkdir(parents=True, exist_ok=True)
+        for rel, content in files.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8")
+        return root
+
+    return make
+
+
+@pytest.fixture
+def demo_vault() -> Path:
+    """The demo vault shipped in ``example_notebooks/vault`` (read it; do not write into it)."""
+    assert DEMO_VAULT.is_dir(), f"demo vault missing at {DEMO_VAULT}"
+    return DEMO_VAULT
+
+
+@pytest.fixture
+def shared_vaults() -> Path:
+    """``../shared/vaults`` next to the repository; the test is skipped when it is absent."""
+    if not SHARED_VAULTS.is_dir():
+        pytest.skip(f"real vaults not available: {SHARED_VAULTS} does not exist")
+    return SHARED_VAULTS

@@ -1,0 +1,521 @@
+"""The persistent index: where it lives, incremental updates, crash safety, schema changes, cheap reopen."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import shutil
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engine.vault._index as index_mod
+from engine import Vault
+from engine.errors import IndexUnavailableError
+from engine.vault import IndexStats, VaultIndex, shad_home
+from engine.vault._search import SearchFilters, search_index
+
+DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
+
+
+@pytest.fixture(autouse=True)
+def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("shad_home")
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "vault"
+    shutil.copytree(DEMO, dest, symlinks=True)
+    return dest
+
+
+def write_vault(root: Path, files: dict[str, str]) -> Path:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content, encoding="utf-8")
+    return root
+
+
+def make_many(root: Path, n: int) -> Path:
+    """``n`` small notes, each with a unique searchable word ``uniqNNNNN``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        folder = root / f"f{i % 20:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"Note {i:05d}.md").write_text(
+            f"---\ntype: gen\ntags: [gen, g{i % 7}]\n---\n# Note {i:05d}\n\n"
+            f"Generated note number uniq{i:05d} about roasting batch {i}.\n"
+            f"Links to [[Note {(i + 1) % n:05d}]].\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def bump_mtime(path: Path, seconds: float = 10.0) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + int(seconds * 1e9)))
+
+
+class ParseCounter:
+    """Wraps the index's parser so a test can see exactly which notes were re-parsed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        real = index_mod.parse_for_index
+
+        def counting(path: str, raw: bytes, **kw: Any) -> Any:
+            self.paths.append(path)
+            return real(path, raw, **kw)
+
+        monkeypatch.setattr(index_mod, "parse_for_index", counting)
+
+
+def note_count(root: Path) -> int:
+    return sum(1 for p in root.rglob("*.md") if not any(s.startswith(".") for s in p.relative_to(root).parts))
+
+
+# --- where the index lives ---
+
+
+def test_index_lives_under_shad_home_not_in_vault(demo_copy: Path, _shad_home: Path) -> None:
+    before = {p.relative_to(demo_copy) for p in demo_copy.rglob("*")}
+    v = Vault(demo_copy)
+    v.refresh()
+    db = Path(v.index.db_path)
+    assert db.is_relative_to(_shad_home)
+    assert db.exists()
+    assert not db.is_relative_to(demo_copy)
+    assert {p.relative_to(demo_copy) for p in demo_copy.rglob("*")} == before
+    assert v.status()["index"]["path"] == str(db)
+    assert v.status()["index"]["bytes"] > 0
+
+
+def test_shad_home_defaults_to_dot_shad_in_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SHAD_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert shad_home() == tmp_path / ".shad"
+
+
+def test_each_vault_gets_its_own_index(tmp_path: Path) -> None:
+    a = write_vault(tmp_path / "a" / "notes", {"x.md": "alpha"})
+    b = write_vault(tmp_path / "b" / "notes", {"x.md": "beta"})  # same folder name, different vault
+    va, vb = Vault(a), Vault(b)
+    va.refresh()
+    vb.refresh()
+    assert va.index.db_path != vb.index.db_path
+    assert [h.path for h in va.search("alpha")] == ["x.md"]
+    assert va.search("beta") == []
+    assert vb.search("alpha") == []
+
+
+def test_same_vault_through_symlink_shares_index(tmp_path: Path) -> None:
+    real = write_vault(tmp_path / "real", {"x.md": "alpha"})
+    link = tmp_path / "link"
+    try:
+        link.symlink_to(real)
+    except OSError:
+        pytest.skip("symlinks not supported here")
+    assert Vault(real).index.db_path == Vault(link).index.db_path
+
+
+def test_explicit_index_path(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"x.md": "alpha"})
+    db = tmp_path / "elsewhere" / "idx.sqlite"
+    v = Vault(root, index_path=db)
+    v.refresh()
+    assert db.exists()
+    assert [h.path for h in v.search("alpha")] == ["x.md"]
+
+
+def test_opening_a_vault_is_lazy(tmp_path: Path, _shad_home: Path) -> None:
+    root = write_vault(tmp_path / "v", {"x.md": "alpha"})
+    Vault(root)
+    assert not list(_shad_home.rglob("*.sqlite"))
+
+
+# --- incremental updates ---
+
+
+def test_first_update_adds_everything_second_changes_nothing(
+    demo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = note_count(demo_copy)
+    v = Vault(demo_copy)
+    first = v.refresh()
+    assert isinstance(first, IndexStats)
+    assert (first.added, first.updated, first.removed, first.touched) == (n, 0, 0, 0)
+    assert first.attachments == 1
+    counter = ParseCounter(monkeypatch)
+    second = v.refresh()
+    assert (second.added, second.updated, second.removed, second.touched) == (0, 0, 0, 0)
+    assert second.unchanged == n + 1  # notes and the attachment
+    assert second.changed == 0
+    assert counter.paths == []
+
+
+def test_touch_without_change_counts_as_touched(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = Vault(demo_copy)
+    v.refresh()
+    bump_mtime(demo_copy / "Brewing/Espresso.md")
+    counter = ParseCounter(monkeypatch)
+    stats = v.refresh()
+    assert stats.touched == 1
+    assert (stats.added, stats.updated, stats.removed) == (0, 0, 0)
+    assert stats.changed == 0
+    assert counter.paths == []  # hashed, found identical, not parsed
+    # and the next update sees it as unchanged (the new mtime was stored)
+    again = v.refresh()
+    assert (again.touched, again.updated) == (0, 0)
+
+
+def test_edit_reparses_only_that_note(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = Vault(demo_copy)
+    v.refresh()
+    assert v.search("zanzibarite") == []
+    target = demo_copy / "Brewing/Espresso.md"
+    target.write_text(target.read_text(encoding="utf-8") + "\nA zanzibarite crema.\n", encoding="utf-8")
+    bump_mtime(target)
+    counter = ParseCounter(monkeypatch)
+    stats = v.refresh()
+    assert counter.paths == ["Brewing/Espresso.md"]
+    assert (stats.added, stats.updated, stats.removed, stats.touched) == (0, 1, 0, 0)
+    assert stats.unchanged == note_count(demo_copy)  # the others + the attachment
+    hits = v.search("zanzibarite")
+    assert [h.path for h in hits] == ["Brewing/Espresso.md"]
+
+
+def test_edit_same_size_new_mtime_is_detected(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"a.md": "apple", "b.md": "berry"})
+    v = Vault(root)
+    v.refresh()
+    (root / "a.md").write_text("mango", encoding="utf-8")  # same size
+    bump_mtime(root / "a.md")
+    stats = v.refresh()
+    assert stats.updated == 1
+    assert [h.path for h in v.search("mango")] == ["a.md"]
+    assert v.search("apple") == []
+
+
+def test_edit_changes_metadata_too(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"a.md": "---\ntype: old\ntags: [x]\n---\nbody words"})
+    v = Vault(root)
+    v.refresh()
+    (root / "a.md").write_text("---\ntype: new\ntags: [y]\n---\nbody words", encoding="utf-8")
+    bump_mtime(root / "a.md")
+    v.refresh()
+    assert [h.path for h in v.search("body", type="new")] == ["a.md"]
+    assert v.search("body", type="old") == []
+    assert [h.path for h in v.search("body", tags="y")] == ["a.md"]
+    assert v.search("body", tags="x") == []
+
+
+def test_deleted_note_disappears(demo_copy: Path) -> None:
+    v = Vault(demo_copy)
+    v.refresh()
+    assert "Roasting/Resting beans.md" in [h.path for h in v.search("degassing", limit=20)]
+    (demo_copy / "Roasting/Resting beans.md").unlink()
+    stats = v.refresh()
+    assert stats.removed == 1
+    assert (stats.added, stats.updated) == (0, 0)
+    assert "Roasting/Resting beans.md" not in [h.path for h in v.search("degassing", limit=50)]
+    assert "Roasting/Resting beans.md" not in v.list_notes()
+    assert "Roasting/Resting beans.md" not in [h.path for h in v.search("", path="Roasting", limit=100)]
+    # links to it are now unresolved
+    assert any(u["target"].endswith("Resting beans") for u in v.unresolved_links())
+
+
+def test_new_note_appears_after_refresh(demo_copy: Path) -> None:
+    v = Vault(demo_copy)
+    v.refresh()
+    (demo_copy / "Roasting/Smoke.md").write_text(
+        "---\ntype: concept\ntags: [roasting/smoke]\n---\n# Smoke\n\nQuixotically blue smoke.\n",
+        encoding="utf-8",
+    )
+    stats = v.refresh()
+    assert (stats.added, stats.updated, stats.removed) == (1, 0, 0)
+    assert [h.path for h in v.search("quixotically")] == ["Roasting/Smoke.md"]
+    assert "Roasting/Smoke.md" in v.list_notes("Roasting")
+    assert [h.path for h in v.search("smoke", tags="roasting/smoke")] == ["Roasting/Smoke.md"]
+
+
+def test_rename_is_remove_plus_add(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"old.md": "kumquat"})
+    v = Vault(root)
+    v.refresh()
+    (root / "old.md").rename(root / "new.md")
+    stats = v.refresh()
+    assert (stats.added, stats.removed) == (1, 1)
+    assert [h.path for h in v.search("kumquat")] == ["new.md"]
+
+
+def test_attachment_changes_are_tracked(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"a.md": "![[pic.png]]"})
+    v = Vault(root)
+    v.refresh()
+    assert v.resolve_link("pic.png") is None
+    (root / "pic.png").write_bytes(b"\x89PNG....")
+    stats = v.refresh()
+    assert stats.attachments_changed == 1
+    assert v.resolve_link("pic.png") == "pic.png"
+    assert v.status()["attachments"] == 1
+
+
+def test_update_reports_progress(tmp_path: Path) -> None:
+    root = make_many(tmp_path / "v", 30)
+    seen: list[tuple[int, int]] = []
+    Vault(root).refresh(lambda done, total: seen.append((done, total)))
+    assert seen[0] == (0, 30)
+    assert seen[-1] == (30, 30)
+
+
+# --- cheap reopen ---
+
+
+def test_second_vault_object_reuses_index(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v1 = Vault(demo_copy)
+    v1.refresh()
+    v1.close()
+    counter = ParseCounter(monkeypatch)
+    v2 = Vault(demo_copy)
+    assert v2.index.db_path == v1.index.db_path
+    assert not v2.index.is_empty()
+    stats = v2.refresh()
+    assert stats.added == stats.updated == stats.removed == 0
+    assert counter.paths == []
+    assert v2.search("first crack")[0].path == "Roasting/First crack.md"
+
+
+def test_two_open_vault_objects_share_updates(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"a.md": "apple"})
+    v1, v2 = Vault(root), Vault(root)
+    v1.refresh()
+    v2.refresh()
+    write_vault(root, {"b.md": "banana"})
+    assert v1.refresh().added == 1
+    assert v2.refresh().added == 0  # v1 already indexed it
+    assert [h.path for h in v2.search("banana")] == ["b.md"]
+
+
+# --- schema version ---
+
+
+def test_schema_version_change_rebuilds(demo_copy: Path) -> None:
+    n = note_count(demo_copy)
+    v = Vault(demo_copy)
+    v.refresh()
+    db = v.index.db_path
+    v.close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = 'ancient' WHERE key = 'schema'")
+    conn.commit()
+    conn.close()
+    v2 = Vault(demo_copy)
+    stats = v2.refresh()
+    assert stats.added == n
+    assert v2.index.meta("schema") == index_mod.SCHEMA_VERSION
+    assert v2.search("first crack")[0].path == "Roasting/First crack.md"
+
+
+def test_code_schema_bump_rebuilds(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    n = note_count(demo_copy)
+    v = Vault(demo_copy)
+    v.refresh()
+    v.close()
+    monkeypatch.setattr(index_mod, "SCHEMA_VERSION", "test-bump")
+    v2 = Vault(demo_copy)
+    assert v2.refresh().added == n
+    assert v2.index.meta("schema") == "test-bump"
+
+
+def test_index_from_old_layout_without_meta_is_rebuilt(tmp_path: Path, _shad_home: Path) -> None:
+    """A foreign or corrupt-ish database with unexpected tables must not break opening."""
+    root = write_vault(tmp_path / "v", {"a.md": "apple"})
+    db = index_mod.default_index_path(str(root))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("INSERT INTO meta VALUES('schema', '1')")
+    conn.execute("CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT)")  # old, incompatible columns
+    conn.commit()
+    conn.close()
+    v = Vault(root)
+    assert v.refresh().added == 1
+    assert [h.path for h in v.search("apple")] == ["a.md"]
+
+
+# --- FTS5 check ---
+
+
+def test_missing_fts5_is_a_clear_error() -> None:
+    class NoFts5:
+        def execute(self, sql: str, *args: Any) -> None:
+            raise sqlite3.OperationalError("no such module: fts5")
+
+    with pytest.raises(IndexUnavailableError) as exc:
+        index_mod._check_fts5(NoFts5())  # type: ignore[arg-type]
+    assert "FTS5" in str(exc.value)
+    assert exc.value.hint
+
+
+# --- crash safety ---
+
+
+def test_exception_mid_update_leaves_usable_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_many(tmp_path / "v", 60)
+    monkeypatch.setattr(index_mod, "_BATCH", 10)
+    real = index_mod._parse_one
+    calls = {"n": 0}
+
+    def flaky(job: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 35:
+            raise RuntimeError("simulated crash")
+        return real(job)
+
+    monkeypatch.setattr(index_mod, "_parse_one", flaky)
+    v = Vault(root)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        v.refresh()
+    v.close()
+    monkeypatch.setattr(index_mod, "_parse_one", real)
+
+    # What was committed before the crash is intact and searchable.
+    idx = VaultIndex(str(root))
+    committed = idx.query("SELECT count(*) FROM files WHERE is_note = 1")[0][0]
+    assert committed == 30  # three full batches of ten
+    hits = search_index(idx, "v", "generated", 100, SearchFilters())
+    assert len(hits) == 30
+    idx.close()
+
+    # A later update completes the job, re-reading only the rest.
+    v2 = Vault(root)
+    stats = v2.refresh()
+    assert stats.added == 30
+    assert stats.unchanged == 30
+    assert len(v2.list_notes()) == 60
+    assert len(v2.search("generated", limit=100)) == 60
+
+
+def _index_until_killed(root: str, home: str, hang_on_write: int, ready: Any) -> None:
+    """Child process: index ``root``, and hang inside write transaction ``hang_on_write`` (uncommitted)."""
+    os.setpgrp()  # so the parent can kill us and any pool workers together
+    os.environ["SHAD_HOME"] = home
+    index_mod._BATCH = 200
+    real_write = index_mod.VaultIndex._write
+    writes = {"n": 0}
+
+    def write(self: Any, fn: Any) -> None:
+        writes["n"] += 1
+        if writes["n"] != hang_on_write:
+            real_write(self, fn)
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        fn()  # half the work of this batch is in the open transaction ...
+        ready.set()
+        time.sleep(120)  # ... when the process is killed
+
+    index_mod.VaultIndex._write = write  # type: ignore[method-assign]
+    Vault(root).refresh()
+    ready.set()
+
+
+def _index_with_progress(root: str, home: str, ready: Any) -> None:
+    """Child process: a real (parallel) index run that tells the parent when the first batch is in."""
+    os.setpgrp()
+    os.environ["SHAD_HOME"] = home
+
+    def progress(done: int, total: int) -> None:
+        if 0 < done < total:
+            ready.set()
+            time.sleep(0.05)
+
+    Vault(root).refresh(progress)
+    ready.set()
+
+
+def _kill_group(proc: Any) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.join(30)
+
+
+def _fork_ctx() -> Any:
+    if "fork" not in multiprocessing.get_all_start_methods() or not hasattr(os, "killpg"):
+        pytest.skip("needs fork and process groups")
+    return multiprocessing.get_context("fork")
+
+
+@pytest.fixture(scope="module")
+def many_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_many(tmp_path_factory.mktemp("many") / "vault", 2000)
+
+
+def test_sigkill_inside_a_write_transaction(
+    many_notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    ctx = _fork_ctx()
+    ready = ctx.Event()
+    proc = ctx.Process(target=_index_until_killed, args=(str(many_notes), str(home), 3, ready))
+    proc.start()
+    try:
+        assert ready.wait(120), "indexer never reached the third batch"
+    finally:
+        _kill_group(proc)
+    assert proc.exitcode == -signal.SIGKILL
+
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    idx = VaultIndex(str(many_notes))
+    assert idx.query("PRAGMA integrity_check")[0][0] == "ok"
+    committed = idx.query("SELECT count(*) FROM files WHERE is_note = 1")[0][0]
+    assert committed == 400  # two batches of 200 committed; the third was rolled back
+    fts_notes = idx.query(f"SELECT count(DISTINCT rowid >> {index_mod.CHUNK_BITS}) FROM fts")[0][0]
+    assert fts_notes == committed  # no half-written note
+    hits = search_index(idx, "v", "generated roasting", 10, SearchFilters())
+    assert len(hits) == 10
+    idx.close()
+
+    v = Vault(many_notes)
+    stats = v.refresh()
+    assert stats.added == 2000 - 400
+    assert stats.unchanged == 400
+    assert len(v.list_notes()) == 2000
+    for i in (0, 999, 1999):
+        assert v.search(f"uniq{i:05d}")[0].path == f"f{i % 20:02d}/Note {i:05d}.md"
+
+
+def test_sigkill_during_parallel_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_many(tmp_path / "v", 3000)  # above the parallel threshold: a worker pool is used
+    home = tmp_path / "home"
+    ctx = _fork_ctx()
+    ready = ctx.Event()
+    proc = ctx.Process(target=_index_with_progress, args=(str(root), str(home), ready))
+    proc.start()
+    try:
+        assert ready.wait(120), "indexer made no progress"
+    finally:
+        _kill_group(proc)
+
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    idx = VaultIndex(str(root))
+    assert idx.query("PRAGMA integrity_check")[0][0] == "ok"
+    committed = idx.query("SELECT count(*) FROM files WHERE is_note = 1")[0][0]
+    assert 0 < committed <= 3000
+    assert search_index(idx, "v", "generated", 5, SearchFilters())
+    idx.close()
+
+    v = Vault(root)
+    stats = v.refresh()
+    assert stats.added + stats.unchanged == 3000
+    assert stats.added == 3000 - committed
+    assert v.search("uniq02999")[0].path == "f19/Note 02999.md"
+    assert v.status()["notes"] == 3000

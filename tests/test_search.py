@@ -1,0 +1,588 @@
+"""``Vault.search``: ranking, question-style queries, query syntax, robustness, filters, hit shape."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine import Vault
+from engine.errors import PathOutsideVaultError, UsageError
+from engine.vault._query import stem
+
+DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
+FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt. " * 3
+
+
+@pytest.fixture(autouse=True)
+def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("shad_home")
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
+    """The demo vault, read in place (never modified), indexed once for this module."""
+    v = Vault(DEMO, index_path=tmp_path_factory.mktemp("demo_index") / "demo.sqlite")
+    v.refresh()
+    yield v
+    v.close()
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "vault"
+    shutil.copytree(DEMO, dest, symlinks=True)
+    return dest
+
+
+def write_vault(root: Path, files: dict[str, str]) -> Path:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content, encoding="utf-8")
+    return root
+
+
+def paths(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.path for h in hits]
+
+
+def top(v: Vault, query: str, n: int = 3, **kw: object) -> list[str]:
+    return paths(v.search(query, limit=10, **kw))[:n]  # type: ignore[arg-type]
+
+
+# --- ranking ---
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Maillard reaction", "Roasting/Maillard reaction.md"),
+        ("second crack", "Roasting/Second crack.md"),
+        ("moka pot", "Brewing/Moka pot.md"),
+        ("cold brew", "Brewing/Cold brew.md"),
+        ("burr grinder", "Equipment/Burr grinder.md"),
+        ("gooseneck kettle", "Equipment/Gooseneck kettle.md"),
+        ("glossary", "Reference/Glossary.md"),
+        ("Scott Rao", "People/Scott Rao.md"),
+        ("aeropress", "Brewing/AeroPress.md"),
+        ("water chemistry", "Water/Water chemistry.md"),
+    ],
+)
+def test_title_match_ranks_first(demo: Vault, query: str, expected: str) -> None:
+    assert top(demo, query, 1) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("1C", "Roasting/First crack.md"),  # alias
+        ("cafetiere", "Brewing/French press.md"),  # alias, accent-folded
+        ("Cafetière", "Brewing/French press.md"),
+        ("degassing", "Roasting/Resting beans.md"),  # alias
+        ("DTR", "Roasting/Development time.md"),
+    ],
+)
+def test_alias_and_abbreviation_match(demo: Vault, query: str, expected: str) -> None:
+    assert expected in top(demo, query, 2)
+
+
+def test_single_word_title_ranks_in_top_3(demo: Vault) -> None:
+    assert "Brewing/Espresso.md" in top(demo, "espresso", 3)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected", "heading"),
+    [
+        ("how long should I rest beans after roasting?", "Roasting/Resting beans.md", "How long to rest"),
+        ("What water temperature should I use for pour-over?", "Brewing/Pour-over.md", "Water temperature"),
+        ("what is first crack?", "Roasting/First crack.md", None),
+        ("How do I make my own brew water?", "Water/Making brew water.md", None),
+        ("what grind size for a french press?", "Brewing/French press.md", None),
+        ("what are the SCA water targets?", "Water/Water chemistry.md", "SCA targets"),
+    ],
+)
+def test_natural_language_questions(demo: Vault, question: str, expected: str, heading: str | None) -> None:
+    hits = demo.search(question, limit=5)
+    assert hits, question
+    assert hits[0].path == expected, paths(hits)
+    if heading:
+        assert hits[0].heading == heading
+
+
+def test_question_snippet_contains_the_answer(demo: Vault) -> None:
+    hit = demo.search("how long should I rest beans after roasting?", limit=1)[0]
+    assert "7–14 days" in hit.snippet or "3–7 days" in hit.snippet
+
+
+def test_scores_are_descending(demo: Vault) -> None:
+    for q in ("first crack", "how do I dial in espresso", "water", "roast"):
+        scores = [h.score for h in demo.search(q, limit=20)]
+        assert scores == sorted(scores, reverse=True), q
+        assert all(s > 0 for s in scores)
+
+
+def test_smaller_limit_is_a_prefix_of_larger_limit(demo: Vault) -> None:
+    for q in ("Press pot", "espresso", "first crack", "how long should I rest beans"):
+        assert paths(demo.search(q, limit=3)) == paths(demo.search(q, limit=10))[:3], q
+
+
+# --- query syntax ---
+
+
+def test_stemming(tmp_path: Path) -> None:
+    v = Vault(write_vault(tmp_path / "v", {"a.md": "I enjoy roasting coffee.", "b.md": "Nothing here."}))
+    assert paths(v.search("roasted")) == ["a.md"]
+    assert paths(v.search("roasts")) == ["a.md"]
+    assert paths(v.search("roast")) == ["a.md"]
+
+
+def test_stemming_on_demo(demo: Vault) -> None:
+    assert "Roasting/Resting beans.md" in top(demo, "rested beans", 3)
+
+
+def test_quoted_phrase(demo: Vault) -> None:
+    hits = demo.search('"rolling crack"')
+    assert hits and hits[0].path == "Roasting/First crack.md"
+    # word order matters inside quotes
+    assert demo.search('"crack rolling"') == []
+
+
+def test_quoted_phrase_needs_adjacency(tmp_path: Path) -> None:
+    v = Vault(
+        write_vault(
+            tmp_path / "v", {"a.md": "the bean was light roasted", "b.md": "light coffee, roasted bean"}
+        )
+    )
+    assert paths(v.search('"light roasted"')) == ["a.md"]
+    assert sorted(paths(v.search("light roasted"))) == ["a.md", "b.md"]
+
+
+def test_prefix_query(demo: Vault) -> None:
+    assert top(demo, "degass*", 1) == ["Roasting/Resting beans.md"]
+    v_hits = demo.search("Yirgach*")
+    assert v_hits and v_hits[0].path == "Beans/Ethiopia Yirgacheffe.md"
+
+
+def test_excluded_word(tmp_path: Path) -> None:
+    v = Vault(
+        write_vault(
+            tmp_path / "v",
+            {"a.md": "crema on an espresso", "b.md": "crema on a moka pot", "c.md": "espresso only"},
+        )
+    )
+    assert paths(v.search("crema -espresso")) == ["b.md"]
+    assert paths(v.search('crema -"moka pot"')) == ["a.md"]
+
+
+def test_excluded_word_applies_to_whole_note(tmp_path: Path) -> None:
+    v = Vault(
+        write_vault(
+            tmp_path / "v",
+            {
+                "a.md": f"# A\n\n## One\n\nThe crema was thick. {FILLER}\n\n"
+                f"## Two\n\nAn espresso. {FILLER}\n",
+                "b.md": f"# B\n\nThe crema on a moka. {FILLER}\n",
+            },
+        )
+    )
+    assert paths(v.search("crema -espresso")) == ["b.md"]
+
+
+def test_only_excluded_words(tmp_path: Path) -> None:
+    v = Vault(write_vault(tmp_path / "v", {"a.md": "espresso", "b.md": "moka"}))
+    assert "a.md" not in paths(v.search("-espresso"))
+
+
+@pytest.mark.parametrize("query", ["the", "to be or not to be", "how is it", "what"])
+def test_stop_word_only_queries(demo: Vault, query: str) -> None:
+    hits = demo.search(query, limit=5)
+    assert isinstance(hits, list)
+    assert len(hits) <= 5
+
+
+def test_stop_words_do_not_swamp_a_question(demo: Vault) -> None:
+    # The same content words with and without question padding find the same best note.
+    assert top(demo, "rest beans roasting", 1) == top(
+        demo, "how long should I rest the beans after roasting", 1
+    )
+
+
+def test_stop_word_only_query_is_taken_literally(tmp_path: Path) -> None:
+    v = Vault(write_vault(tmp_path / "v", {"hamlet.md": "To be, or not to be", "other.md": "coffee beans"}))
+    assert paths(v.search("to be or not to be"))[:1] == ["hamlet.md"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "AND",
+        "OR",
+        "NOT",
+        "AND OR NOT",
+        "NEAR(",
+        "NEAR(crack roast, 3)",
+        '"unbalanced',
+        'first "crack',
+        "col:val",
+        "title:espresso",
+        "body:crema",
+        "a:b:c",
+        "*",
+        "**",
+        "*crack",
+        "crack**",
+        "-*",
+        "(",
+        ")",
+        "((crack)",
+        "^",
+        "^crack",
+        "+",
+        "-",
+        "--espresso",
+        "espresso -",
+        "{a b}",
+        "[[Home]]",
+        "#brewing",
+        "'",
+        "' OR 1=1 --",
+        "\\",
+        "%",
+        "_",
+        '""',
+        '"" ""',
+        "\x00",
+        "crack\x00roast",
+        "\t\n",
+        "🙂 coffee",
+        "c++",
+        "node.js",
+        "don’t roast",
+        "x" * 5000,
+        " ".join(["espresso"] * 300),
+        " ".join(f"w{i}" for i in range(300)),
+    ],
+)
+def test_fts_syntax_in_user_text_never_errors(demo: Vault, query: str) -> None:
+    hits = demo.search(query, limit=5)
+    assert isinstance(hits, list)
+    for h in hits:
+        assert h.path.endswith(".md")
+
+
+def test_fallback_when_strict_and_finds_nothing(demo: Vault) -> None:
+    # no note has both words: the query relaxes instead of returning nothing
+    assert top(demo, "degassing zzzqqqx", 1) == ["Roasting/Resting beans.md"]
+    assert top(demo, "zzzqqqx degassing", 1) == ["Roasting/Resting beans.md"]
+
+
+def test_strict_match_beats_partial_match(tmp_path: Path) -> None:
+    v = Vault(
+        write_vault(
+            tmp_path / "v",
+            {
+                "both.md": "A note about crema and the tamper.",
+                "one.md": "crema crema crema crema everywhere",
+                "two.md": "tamper tamper tamper tamper everywhere",
+            },
+        )
+    )
+    hits = v.search("crema tamper")
+    assert hits[0].path == "both.md"
+    assert set(paths(hits)) == {"both.md", "one.md", "two.md"}
+
+
+def test_nothing_matches(demo: Vault) -> None:
+    assert demo.search("zzzqqqx") == []
+    assert demo.search("zzzqqqx yyyqqqx") == []
+
+
+# --- hits ---
+
+
+def test_hit_fields(demo: Vault) -> None:
+    hits = demo.search("first crack", limit=5)
+    assert hits
+    for h in hits:
+        assert h.vault == demo.id
+        assert h.path.endswith(".md") and not h.path.startswith("/")
+        assert isinstance(h.title, str) and h.title
+        assert isinstance(h.score, float)
+        assert isinstance(h.snippet, str) and h.snippet
+        assert h.heading is None or isinstance(h.heading, str)
+        d = h.to_dict()
+        assert {"vault", "path", "title", "score", "snippet", "heading"} <= set(d)
+    first = hits[0]
+    assert first.path == "Roasting/First crack.md"
+    assert first.title == "First crack"
+    assert first.type == "concept"
+    assert "roasting/milestones" in first.tags
+
+
+def test_hit_heading_is_the_heading_over_the_snippet(tmp_path: Path) -> None:
+    v = Vault(
+        write_vault(
+            tmp_path / "v",
+            {
+                "a.md": f"# Title\n\nIntro {FILLER}\n\n## Storage\n\nKeep beans in a zircon jar. {FILLER}\n\n"
+                f"## Brewing\n\nUse a kettle. {FILLER}\n"
+            },
+        )
+    )
+    hit = v.search("zircon")[0]
+    assert hit.heading == "Storage"
+    assert "zircon" in hit.snippet
+    hit = v.search("kettle")[0]
+    assert hit.heading == "Brewing"
+
+
+def test_hit_heading_for_nested_and_repeated_headings(demo: Vault) -> None:
+    # "Espresso" is a level-3 heading under "How long to rest"
+    hit = demo.search("gas in the puck gushing", path="Roasting/Resting beans.md")[0]
+    assert hit.heading == "Espresso"
+    assert "puck" in hit.snippet
+    hit = demo.search("bloom swell", path="Roasting/Resting beans.md")[0]
+    assert hit.heading == "Filter"
+    # the same heading twice in one note: each passage keeps its own
+    log = "Journal/2026-03-14 Roast log.md"
+    for words in ("jasmine bergamot", "hazelnut brown sugar"):
+        hit = demo.search(words, path=log)[0]
+        assert hit.heading == "Tasting notes"
+        assert words.split()[0] in hit.snippet.lower()
+
+
+@pytest.mark.parametrize(
+    "query", ["first crack", "degassing", "water temperature pour-over", "roasted", "chloramine"]
+)
+def test_snippets_contain_query_words(demo: Vault, query: str) -> None:
+    hits = demo.search(query, limit=5)
+    assert hits
+    words = [w for w in re.findall(r"\w+", query.lower()) if len(w) > 2]
+    for h in hits[:3]:
+        text = h.snippet.lower()
+        assert any(stem(w)[:5] in text for w in words), (h.path, h.snippet)
+
+
+def test_snippet_is_short_and_clean(demo: Vault) -> None:
+    for h in demo.search("roast levels", limit=10):
+        assert len(h.snippet) <= 400
+        assert "\n" not in h.snippet
+        assert not h.snippet.startswith("---")  # frontmatter is not part of the snippet
+
+
+def test_snippet_centres_on_a_late_match(tmp_path: Path) -> None:
+    body = "# Long\n\n" + ("Unrelated words about something else entirely. " * 60) + "The xylophone note."
+    v = Vault(write_vault(tmp_path / "v", {"long.md": body}))
+    assert "xylophone" in v.search("xylophone")[0].snippet
+
+
+def test_limit_respected(demo: Vault) -> None:
+    assert len(demo.search("coffee", limit=3)) == 3
+    assert len(demo.search("coffee", limit=1)) == 1
+    assert len(demo.search("coffee", limit=200)) <= len(demo.list_notes())
+    assert len(demo.search("", limit=7)) == 7
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_bad_limit_is_usage_error(demo: Vault, limit: int) -> None:
+    with pytest.raises(UsageError):
+        demo.search("coffee", limit=limit)
+
+
+def test_no_duplicate_paths(demo: Vault) -> None:
+    for q in ("espresso", "how do I roast coffee at home", "water", "crack"):
+        ps = paths(demo.search(q, limit=30))
+        assert len(ps) == len(set(ps)), q
+
+
+# --- filters ---
+
+
+def test_path_filter(demo: Vault) -> None:
+    hits = demo.search("troubleshooting", path="Roasting", limit=20)
+    assert hits and all(h.path.startswith("Roasting/") for h in hits)
+    assert "Roasting/Troubleshooting.md" in paths(hits)
+    assert paths(demo.search("troubleshooting", path="Roasting/", limit=20)) == paths(hits)
+    brewing = demo.search("troubleshooting", path="Brewing", limit=20)
+    assert brewing[0].path == "Brewing/Troubleshooting.md"
+    assert "Roasting/Troubleshooting.md" not in paths(brewing)
+
+
+def test_path_filter_is_a_folder_not_a_string_prefix(tmp_path: Path) -> None:
+    v = Vault(write_vault(tmp_path / "v", {"Roast/a.md": "bean", "Roasting/b.md": "bean"}))
+    assert paths(v.search("bean", path="Roast")) == ["Roast/a.md"]
+
+
+def test_path_filter_exact_note(demo: Vault) -> None:
+    assert paths(demo.search("crack", path="Roasting/First crack.md")) == ["Roasting/First crack.md"]
+
+
+def test_path_filter_with_like_wildcards(tmp_path: Path) -> None:
+    v = Vault(write_vault(tmp_path / "v", {"100%_done/a.md": "bean", "100xxdone/b.md": "bean"}))
+    assert paths(v.search("bean", path="100%_done")) == ["100%_done/a.md"]
+
+
+@pytest.mark.parametrize("bad", ["../", "/etc", ".obsidian"])
+def test_path_filter_outside_vault_refused(demo: Vault, bad: str) -> None:
+    with pytest.raises(PathOutsideVaultError):
+        demo.search("x", path=bad)
+
+
+def test_type_filter(demo: Vault) -> None:
+    hits = demo.search("roasting", type="person", limit=20)
+    assert hits and all(h.path.startswith("People/") for h in hits)
+    assert all(h.type == "person" for h in hits)
+    assert paths(demo.search("roasting", type="PERSON", limit=20)) == paths(hits)
+    assert demo.search("roasting", type="no-such-type") == []
+
+
+def test_tag_filter_hierarchical(demo: Vault) -> None:
+    espresso = demo.search("", tags="brewing/espresso", limit=50)
+    assert "Brewing/Espresso.md" in paths(espresso)
+    assert all(any(t == "brewing/espresso" for t in h.tags) for h in espresso)
+    brewing = set(paths(demo.search("", tags="brewing", limit=100)))
+    assert set(paths(espresso)) <= brewing
+    assert len(brewing) > len(espresso)
+
+
+def test_tag_filter_parent_matches_child_only_tag(tmp_path: Path) -> None:
+    v = Vault(
+        write_vault(
+            tmp_path / "v",
+            {
+                "x.md": "---\ntags: [Brewing/Espresso]\n---\ncrema",
+                "y.md": "crema #brewing",
+                "z.md": "crema #brewingtools",
+            },
+        )
+    )
+    assert paths(v.search("crema", tags="brewing")) == ["x.md", "y.md"] or set(
+        paths(v.search("crema", tags="brewing"))
+    ) == {"x.md", "y.md"}
+    assert paths(v.search("crema", tags="brewing/espresso")) == ["x.md"]
+    assert paths(v.search("crema", tags="#Brewing/Espresso")) == ["x.md"]
+    assert v.search("crema", tags="brewing/esp") == []
+    assert v.search("crema", tags="espresso") == []  # a child name alone is not the tag
+    assert paths(v.search("crema", tags="brewingtools")) == ["z.md"]
+
+
+def test_tag_filter_all_must_match(demo: Vault) -> None:
+    assert paths(demo.search("", tags=["brewing", "cold"], limit=50)) == ["Brewing/Cold brew.md"]
+
+
+def test_where_filter(demo: Vault) -> None:
+    washed = demo.search("", where={"process": "washed"}, limit=50)
+    assert washed and all(h.path.startswith("Beans/") for h in washed)
+    for h in washed:
+        assert demo.read_note(h.path).frontmatter["process"] == "washed"
+    natural = demo.search("", where={"process": "natural"}, limit=50)
+    assert set(paths(natural)).isdisjoint(paths(washed))
+
+
+def test_where_filter_numbers_and_value_lists(demo: Vault) -> None:
+    fives = set(paths(demo.search("", where={"rating": 5}, limit=50)))
+    fours = set(paths(demo.search("", where={"rating": 4}, limit=50)))
+    both = set(paths(demo.search("", where={"rating": [4, 5]}, limit=50)))
+    assert fives and fours
+    assert both == fives | fours
+    for p in fives:
+        assert demo.read_note(p).frontmatter["rating"] == 5
+
+
+def test_where_filter_matches_inside_list_fields(demo: Vault) -> None:
+    assert paths(demo.search("", where={"aliases": "1C"})) == ["Roasting/First crack.md"]
+    tagged = set(paths(demo.search("", where={"tags": "roasting"}, limit=100)))
+    assert "Roasting/First crack.md" in tagged
+
+
+def test_where_filter_combined_with_query(demo: Vault) -> None:
+    hits = demo.search("coffee", where={"type": "origin"}, limit=20)
+    assert hits and all(h.type == "origin" for h in hits)
+
+
+def test_where_filter_unknown_field_and_odd_keys(demo: Vault) -> None:
+    assert demo.search("coffee", where={"no_such_field": "x"}) == []
+    assert demo.search("coffee", where={'we"ird': "x"}) == []
+
+
+def test_where_filter_date_value(demo: Vault) -> None:
+    by_string = set(paths(demo.search("", where={"created": "2026-01-19"}, limit=50)))
+    assert "Roasting/First crack.md" in by_string
+    by_date = set(paths(demo.search("", where={"created": dt.date(2026, 1, 19)}, limit=50)))
+    assert by_date == by_string
+
+
+def test_modified_filters(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"old.md": "bean old", "mid.md": "bean mid", "new.md": "bean new"})
+    stamps = {
+        "old.md": "2020-01-01T12:00:00",
+        "mid.md": "2023-06-15T12:00:00",
+        "new.md": "2026-03-01T12:00:00",
+    }
+    for name, iso in stamps.items():
+        t = dt.datetime.fromisoformat(iso).timestamp()
+        os.utime(root / name, (t, t))
+    v = Vault(root)
+    assert set(paths(v.search("bean", modified_after="2023-01-01"))) == {"mid.md", "new.md"}
+    assert set(paths(v.search("bean", modified_before="2023-01-01"))) == {"old.md"}
+    assert paths(v.search("bean", modified_after="2021-01-01", modified_before="2024-01-01")) == ["mid.md"]
+    # datetimes, dates and epoch seconds work too
+    assert paths(v.search("bean", modified_after=dt.datetime(2025, 1, 1))) == ["new.md"]
+    assert paths(v.search("bean", modified_after=dt.date(2025, 1, 1))) == ["new.md"]
+    assert paths(v.search("bean", modified_before=dt.datetime(2021, 1, 1).timestamp())) == ["old.md"]
+    # and with an empty query they list the notes, newest first
+    assert paths(v.search("", modified_after="2021-01-01")) == ["new.md", "mid.md"]
+
+
+def test_bad_date_is_usage_error(demo: Vault) -> None:
+    with pytest.raises(UsageError):
+        demo.search("coffee", modified_after="last tuesday")
+
+
+def test_filters_combine(demo: Vault) -> None:
+    hits = demo.search("", path="Brewing", type="method", tags="brewing/immersion", limit=50)
+    assert set(paths(hits)) == {"Brewing/AeroPress.md", "Brewing/Cold brew.md", "Brewing/French press.md"}
+
+
+def test_empty_query_with_filters_lists_notes(demo: Vault) -> None:
+    people = demo.search("", type="person", limit=50)
+    assert sorted(paths(people)) == sorted(demo.list_notes("People"))
+    for h in people:
+        assert h.vault == demo.id and h.title
+    # empty query and no filters: the vault's notes, up to the limit
+    assert len(demo.search("", limit=500)) == len(demo.list_notes())
+    assert len(demo.search("   ", limit=5)) == 5
+
+
+def test_exclude_history_folder(demo_copy: Path) -> None:
+    hist = demo_copy / "Shad" / "History"
+    hist.mkdir(parents=True)
+    (hist / "2026-04-01 run.md").write_text(
+        "# Run\n\nAnswer: rest beans 3–7 days for filter. degassing degassing degassing\n", encoding="utf-8"
+    )
+    (demo_copy / "Shad" / "Historyish.md").write_text("degassing sibling", encoding="utf-8")
+    v = Vault(demo_copy)
+    assert "Shad/History/2026-04-01 run.md" in paths(v.search("degassing", limit=20))
+    hits = v.search("degassing", limit=20, exclude=["Shad/History"])
+    assert hits and not any(p.startswith("Shad/History/") for p in paths(hits))
+    assert "Shad/Historyish.md" in paths(hits)  # a sibling with a similar name is kept
+    assert paths(v.search("degassing", limit=20, exclude=["Shad/History/"])) == paths(hits)
+    assert not any(
+        p.startswith("Shad/History/") for p in paths(v.search("", limit=500, exclude=["Shad/History"]))
+    )
+
+
+def test_search_after_refresh_sees_changes(demo_copy: Path) -> None:
+    v = Vault(demo_copy)
+    assert v.search("quokka") == []
+    (demo_copy / "Quokka.md").write_text("# Quokka\n\nA quokka visits the roastery.", encoding="utf-8")
+    v.refresh()
+    assert top(v, "quokka", 1) == ["Quokka.md"]
