@@ -519,3 +519,29 @@ def test_sigkill_during_parallel_index(tmp_path: Path, monkeypatch: pytest.Monke
     assert stats.added == 3000 - committed
     assert v.search("uniq02999")[0].path == "f19/Note 02999.md"
     assert v.status()["notes"] == 3000
+
+
+def test_note_and_passage_totals_follow_every_change(tmp_path: Path) -> None:
+    """The totals kept in meta (used to size search decisions) always equal a full count."""
+    root = write_vault(
+        tmp_path / "v", {"a.md": "# A\n\nalpha", "b.md": "# B\n\nbeta\n\n## More\n\nmore beta"}
+    )
+    v = Vault(root)
+
+    def assert_totals() -> None:
+        index = VaultIndex(str(root), v.index.db_path)  # a fresh object: nothing cached
+        assert index.note_count() == index.query("SELECT count(*) FROM names")[0][0]
+        assert index.passage_count() == index.query("SELECT count(*) FROM fts")[0][0]
+        index.close()
+
+    v.refresh()
+    assert_totals()
+    (root / "c.md").write_text("# C\n\n" + "\n\n".join(f"## S{i}\n\ntext {i}" for i in range(5)))
+    (root / "b.md").write_text("# B\n\nshorter now")
+    bump_mtime(root / "b.md")
+    v.refresh()
+    assert_totals()
+    (root / "a.md").unlink()
+    v.refresh()
+    assert_totals()
+    assert v.index.note_count() == 2

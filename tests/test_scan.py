@@ -186,9 +186,44 @@ def test_unlistable_folder_is_reported_not_fatal(
         return real_scandir(path)
 
     monkeypatch.setattr(_scan.os, "scandir", fake_scandir)
-    result = scan_vault(str(root))
+    result = _scan._scan_with_python(str(root))
     assert sorted(result.files) == ["ok.md"]
     assert reasons(result) == {"Locked": "cannot list folder: Permission denied"}
+
+
+@pytest.mark.skipif(_scan._gnu_find() is None, reason="GNU find is not installed here")
+def test_find_walk_reports_unlistable_folder(
+    make_vault: MakeVault, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    root = make_vault({"ok.md": "x", "Locked/secret.md": "y"})
+    # Root reads every folder, so a stand-in find drops Locked/ and complains the way find does.
+    fake = tmp_path / "find"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'{_scan._gnu_find()} "$@" | grep -zv Locked\n'
+        f"echo \"find: '{root}/Locked': Permission denied\" >&2\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(_scan, "_gnu_find", lambda: str(fake))
+    result = _scan._scan_with_find(str(root))
+    assert sorted(result.files) == ["ok.md"]
+    assert reasons(result) == {"Locked": "cannot list folder: Permission denied"}
+
+
+@pytest.mark.skipif(_scan._gnu_find() is None, reason="GNU find is not installed here")
+def test_find_and_python_walks_agree(make_vault: MakeVault, demo_vault: Path, tmp_path: Path) -> None:
+    root = make_vault(
+        {"a.md": "x", "Sub/b.md": "y", "Sub/img.png": "z", ".hidden/c.md": "h", "Sub/.d.md": "d"}
+    )
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret")
+    os.symlink(outside, root / "out.md")
+    os.symlink(root / "a.md", root / "alias.md")
+    os.symlink(root / "Sub", root / "SubLink")
+    for folder in (root, demo_vault):
+        by_find, by_python = _scan._scan_with_find(str(folder)), _scan._scan_with_python(str(folder))
+        assert by_find.files == by_python.files
+        assert sorted(by_find.skipped) == sorted(by_python.skipped)
 
 
 def test_chmod_000_folder(make_vault: MakeVault) -> None:

@@ -11,11 +11,12 @@ import json
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from ._parse import RELATION_FIELDS
+
+if TYPE_CHECKING:  # networkx takes ~0.3 s to import: only when a graph is built
+    import networkx as nx
 
 __all__ = ["LinkGraph", "Resolver", "UnresolvedLink"]
 
@@ -98,6 +99,8 @@ class LinkGraph:
     @classmethod
     def build(cls, rows: list[tuple[str, int, str | None, str | None, str | None, str | None]]) -> LinkGraph:
         """``rows``: (path, is_note, title, type, aliases json, links json) for every file."""
+        import networkx as nx
+
         aliases = {path: json.loads(a) for path, is_note, _t, _ty, a, _l in rows if is_note and a}
         resolver = Resolver([r[0] for r in rows], aliases)
         graph = nx.DiGraph()

@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ __all__ = [
     "shad_home",
 ]
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 _BATCH = 1000
 _SAMPLE_ABOVE = 20_000  # notes; above this, word frequencies are estimated from a sample
@@ -136,6 +137,8 @@ class VaultIndex:
                 for table in ("fts_vocab", "names", "fts", "note_tags", "files", "meta"):
                     self.conn.execute(f"DROP TABLE IF EXISTS {table}")
             self.conn.executescript(_SCHEMA)
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES('notes', '0')")
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES('passages', '0')")
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (SCHEMA_VERSION,))
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (os.path.realpath(self.root),))
 
@@ -201,14 +204,18 @@ class VaultIndex:
     def update(self, progress: ProgressFn | None = None, scan: ScanResult | None = None) -> IndexStats:
         """Bring the index in line with the folder; only what changed is read and parsed."""
         started = time.perf_counter()
-        scan = scan or scan_vault(self.root)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The folder walk and reading what the index holds overlap (both mostly wait on the OS).
+            walk = pool.submit(scan_vault, self.root) if scan is None else None
+            stored = {
+                path: (fid, size, mtime, digest)
+                for fid, path, size, mtime, digest in self.query(
+                    "SELECT id, path, size, mtime_ns, hash FROM files"
+                )
+            }
+            scan = walk.result() if walk is not None else scan
+        assert scan is not None
         stats = IndexStats(scanned=len(scan.files), skipped=scan.skipped)
-        stored = {
-            path: (fid, size, mtime, digest)
-            for fid, path, size, mtime, digest in self.query(
-                "SELECT id, path, size, mtime_ns, hash FROM files"
-            )
-        }
         removed = [stored[p][0] for p in stored.keys() - scan.files.keys()]
         changed: list[tuple[FileEntry, str | None]] = []
         attachments: list[FileEntry] = []
@@ -244,10 +251,9 @@ class VaultIndex:
                 done += self._commit_batch(batch, stored, stats)
             if progress:
                 progress(done, total)
-            if stats.changed or self.meta("passages") is None:
+            if stats.changed:
                 self._counts.clear()
                 self._sizes = None
-                self._write(self._store_counts)
             self._write(
                 lambda: self.conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),)
@@ -265,15 +271,20 @@ class VaultIndex:
             raise
         self.conn.execute("COMMIT")
 
-    def _store_counts(self) -> None:
-        notes = self.conn.execute("SELECT count(*) FROM names").fetchone()[0]
-        # Passage rowids are note ids shifted left; counting the fts table itself would scan it all.
-        passages = self.conn.execute("SELECT sum(passages) FROM files WHERE is_note = 1").fetchone()[0] or 0
-        self.conn.execute("INSERT OR REPLACE INTO meta VALUES('notes', ?)", (str(notes),))
-        self.conn.execute("INSERT OR REPLACE INTO meta VALUES('passages', ?)", (str(passages),))
+    def _count(self, notes: int, passages: int) -> None:
+        """Keep the note and passage totals in ``meta``, in the same transaction as the change (counting
+        the tables instead would scan them all on every update)."""
+        for key, delta in (("notes", notes), ("passages", passages)):
+            if delta:
+                self.conn.execute(
+                    "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = ?", (delta, key)
+                )
 
     def _delete_ids(self, ids: list[int]) -> None:
         for fid in ids:
+            row = self.conn.execute("SELECT is_note, passages FROM files WHERE id=?", (fid,)).fetchone()
+            if row is not None and row[0]:
+                self._count(-1, -(row[1] or 0))
             self.conn.execute("DELETE FROM files WHERE id=?", (fid,))
             self.conn.execute(
                 "DELETE FROM fts WHERE rowid >= ? AND rowid < ?", (fid << CHUNK_BITS, (fid + 1) << CHUNK_BITS)
@@ -314,6 +325,7 @@ class VaultIndex:
                 )
                 fid = cur.lastrowid
                 assert fid is not None
+                self._count(1, len(item.chunks))
                 self.conn.execute(
                     "INSERT INTO names(rowid, title, aliases, tags, headings) VALUES(?,?,?,?,?)",
                     (fid, *item.names),
