@@ -240,6 +240,11 @@ class VaultIndex:
                 self._write(lambda: self._upsert_attachments(attachments))
             batch: list[_Parsed] = []
             done = 0
+            bulk = not stored and len(changed) >= _PARALLEL_THRESHOLD
+            if bulk:
+                # A first build appends hundreds of MB: WAL would write every page twice (log, then
+                # checkpoint). A rollback journal is as crash-safe and writes new pages once.
+                self.conn.execute("PRAGMA journal_mode=DELETE")
             for item in _parse_all(self.root, changed):
                 batch.append(item)
                 if len(batch) >= _BATCH:
@@ -249,6 +254,8 @@ class VaultIndex:
                         progress(done, total)
             if batch:
                 done += self._commit_batch(batch, stored, stats)
+            if bulk:
+                self.conn.execute("PRAGMA journal_mode=WAL")
             if progress:
                 progress(done, total)
             if stats.changed:
