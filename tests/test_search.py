@@ -586,3 +586,18 @@ def test_search_after_refresh_sees_changes(demo_copy: Path) -> None:
     (demo_copy / "Quokka.md").write_text("# Quokka\n\nA quokka visits the roastery.", encoding="utf-8")
     v.refresh()
     assert top(v, "quokka", 1) == ["Quokka.md"]
+
+
+def test_query_of_only_very_common_words_still_answers(demo: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every word is too common to rank by (and so is their AND), search falls back to title
+    matches and then to an unranked sample instead of scoring every passage, and still answers."""
+    from engine.vault import _search
+
+    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0)})
+    monkeypatch.setattr(_search, "_AFFORDABLE", 1)
+    demo.index._counts.clear()
+    hits = demo.search("espresso grind")
+    assert hits
+    for hit in hits:
+        text = demo.read_note(hit.path).body.lower()
+        assert "espresso" in text and "grind" in text, hit.path

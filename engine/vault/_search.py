@@ -106,6 +106,11 @@ _PASSAGES = (
 _PASSAGES_ALL = (
     "SELECT rowid, heading, bm25(fts, {w}) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?"
 )
+_PASSAGES_SAMPLE = "SELECT rowid, heading, -1.0 FROM fts WHERE fts MATCH ? LIMIT ?"
+_PASSAGES_SAMPLE_FILTERED = (
+    f"SELECT fts.rowid, fts.heading, -1.0 FROM fts JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
+    "WHERE fts MATCH ? AND {where} LIMIT ?"
+)
 _NAMES = (
     "SELECT names.rowid, bm25(names, {w}) AS score FROM names JOIN files f ON f.id = names.rowid "
     "WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
@@ -123,6 +128,7 @@ EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
 # A word found in more than this share of passages (or names) is too common to rank by: scoring every
 # passage that holds it costs ~1 us each and its IDF adds little. It still counts in the AND query.
 SELECTIVE = {"fts": (2000, 0.01), "names": (300, 0.005)}
+_AFFORDABLE = 4  # an AND query is ranked when it matches at most this many times the selective cap
 
 
 def search_index(
@@ -144,14 +150,23 @@ def search_index(
     n_passages = max(limit * 8, _MAX_CANDIDATES)
     candidates: dict[int, _Candidate] = {}
     clauses = parsed.clauses()
-    if len(clauses) <= SHORT_QUERY:
-        _fetch_passages(index, parsed.strict(), where, params, n_passages, candidates)
+    strict = parsed.strict()
+    if len(clauses) <= SHORT_QUERY and _affordable(index, strict, "fts"):
+        _fetch_passages(index, strict, where, params, n_passages, candidates)
     if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
         chosen = _selective(index, clauses, "fts")
-        match = _pairs(chosen, parsed) if len(chosen) > 2 else parsed.relaxed(chosen)
-        _fetch_passages(index, match, where, params, n_passages, candidates)
+        if len(chosen) > 2:
+            _fetch_passages(index, _pairs(chosen, parsed), where, params, n_passages, candidates)
+        elif chosen:
+            _fetch_passages(index, parsed.relaxed(chosen), where, params, n_passages, candidates)
     names = _selective(index, clauses, "names")
-    _fetch_names(index, parsed.relaxed(names), where, params, max(limit * 3, 30), candidates)
+    if names:
+        _fetch_names(index, parsed.relaxed(names), where, params, max(limit * 3, 30), candidates)
+    elif _affordable(index, strict, "names"):
+        _fetch_names(index, strict, where, params, max(limit * 3, 30), candidates)
+    if not candidates:
+        # Every word is very common (and so is their combination): an unranked sample, better than nothing.
+        _fetch_passages(index, strict, where, params, n_passages, candidates, ranked=False)
     if not candidates:
         return []
     if len(clauses) <= SHORT_QUERY:
@@ -208,22 +223,38 @@ def _pairs(clauses: list[str], parsed: ParsedQuery) -> str:
     return "(" + " OR ".join(pairs) + ")" + parsed.negation()
 
 
-def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
-    """The clauses rare enough to rank by; at least the two rarest."""
-    if len(clauses) <= 2:
-        return clauses
+def _cap(index: VaultIndex, table: str) -> int:
     floor, share = SELECTIVE[table]
     total = index.passage_count() if table == "fts" else index.note_count()
-    cap = max(floor, int(share * total))
+    return max(floor, int(share * total))
+
+
+def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
+    """The clauses rare enough to rank by, rarest first."""
+    cap = _cap(index, table)
     counted = sorted((index.estimate_count(c, cap + 1, table), c) for c in clauses)
-    chosen = [c for n, c in counted if n <= cap]
-    return chosen if len(chosen) >= 2 else [c for _, c in counted[:2]]
+    return [c for n, c in counted if n <= cap]
+
+
+def _affordable(index: VaultIndex, match: str, table: str) -> bool:
+    """Whether ranking every row that ``match`` finds stays cheap (a sampled count decides)."""
+    cap = _AFFORDABLE * _cap(index, table)
+    return index.estimate_count(match, cap + 1, table) <= cap
 
 
 def _fetch_passages(
-    index: VaultIndex, match: str, where: str, params: list[Any], n: int, into: dict[int, _Candidate]
+    index: VaultIndex,
+    match: str,
+    where: str,
+    params: list[Any],
+    n: int,
+    into: dict[int, _Candidate],
+    ranked: bool = True,
 ) -> None:
-    if where == _NO_FILTER:
+    if not ranked:  # the first rows found, no scoring pass at all
+        sql = _PASSAGES_SAMPLE if where == _NO_FILTER else _PASSAGES_SAMPLE_FILTERED.format(where=where)
+        rows = index.query(sql, [match, n] if where == _NO_FILTER else [match, *params, n])
+    elif where == _NO_FILTER:
         rows = index.query(_PASSAGES_ALL.format(w=PASSAGE_WEIGHTS), [match, n])
     else:
         rows = index.query(_PASSAGES.format(where=where, w=PASSAGE_WEIGHTS), [match, *params, n])
