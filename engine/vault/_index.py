@@ -40,8 +40,6 @@ __all__ = [
 SCHEMA_VERSION = "7"
 CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 _BATCH = 1000
-_SAMPLE_ABOVE = 20_000  # notes; above this, word frequencies are estimated from a sample
-_SAMPLE_SHARE = 8  # the sample is the first 1/8 of note ids
 _PARALLEL_THRESHOLD = 1500
 # Column weights for BM25: a query word in the title counts far more than one in the body.
 # Two full-text tables: ``fts`` holds passages (a section of a note each: its heading chain and text),
@@ -169,22 +167,6 @@ class VaultIndex:
         self.passage_count()
         assert self._sizes is not None
         return self._sizes[0]
-
-    def estimate_count(self, match: str, cap: int, table: str = "fts") -> int:
-        """About how many rows of ``table`` match, up to ``cap``. Large indexes count in a sample of
-        the id range and scale up, so the cost stays small however common the word."""
-        notes = self.note_count()
-        if notes < _SAMPLE_ABOVE:
-            return self.capped_count(match, cap, table)
-        key = (match, -cap, table)
-        cached = self._counts.get(key)
-        if cached is None:
-            bound = (notes // _SAMPLE_SHARE) << (CHUNK_BITS if table == "fts" else 0)
-            name = "names" if table == "names" else "fts"
-            sql = f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? AND rowid < ? LIMIT ?)"
-            sample = self.query(sql, (match, bound, cap // _SAMPLE_SHARE + 1))[0][0]
-            cached = self._counts[key] = sample * _SAMPLE_SHARE
-        return cached
 
     def capped_count(self, match: str, cap: int, table: str = "fts") -> int:
         """How many rows of ``table`` (fts or names) match, counting no further than ``cap``: cheap even

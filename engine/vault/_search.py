@@ -183,7 +183,9 @@ def search_index(
 def _boost_exact_names(index: VaultIndex, parsed: ParsedQuery, candidates: dict[int, _Candidate]) -> None:
     """A note whose title or alias *is* the query is what a short query means (as in Obsidian's switcher)."""
     wanted = " ".join(parsed.words())
-    ids = ",".join(str(fid) for fid in candidates)
+    # Name matches already rank near the top (the names query sees to that): look at the leaders only.
+    leaders = sorted(candidates.values(), key=lambda c: c.score, reverse=True)[:30]
+    ids = ",".join(str(c.fid) for c in leaders)
     for fid, title, aliases in index.query(f"SELECT id, title, aliases FROM files WHERE id IN ({ids})"):
         names = [title or "", *json.loads(aliases or "[]")]
         if any(" ".join(_WORDS.findall(n.lower())) == wanted for n in names):
@@ -232,14 +234,14 @@ def _cap(index: VaultIndex, table: str) -> int:
 def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
     """The clauses rare enough to rank by, rarest first."""
     cap = _cap(index, table)
-    counted = sorted((index.estimate_count(c, cap + 1, table), c) for c in clauses)
+    counted = sorted((index.capped_count(c, cap + 1, table), c) for c in clauses)
     return [c for n, c in counted if n <= cap]
 
 
 def _affordable(index: VaultIndex, match: str, table: str) -> bool:
     """Whether ranking every row that ``match`` finds stays cheap (a sampled count decides)."""
     cap = _AFFORDABLE * _cap(index, table)
-    return index.estimate_count(match, cap + 1, table) <= cap
+    return index.capped_count(match, cap + 1, table) <= cap
 
 
 def _fetch_passages(
