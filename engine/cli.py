@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
+from ._cli_sandbox import sandbox_group
 from ._cli_vault import vault_group
 from .errors import ShadError
 
@@ -27,6 +28,7 @@ def cli() -> None:
 
 
 cli.add_command(vault_group)
+cli.add_command(sandbox_group)
 
 
 def _fail(message: str, hint: str | None, code: int) -> int:

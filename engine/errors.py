@@ -28,6 +28,8 @@ class ShadError(Exception):
         self.message = message
         self.hint = hint
         self.fields = fields
+        for key, value in fields.items():  # structured fields are attributes too (err.node_id ...)
+            setattr(self, key, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only fields are not restored by the default Exception pickling.

@@ -1,0 +1,415 @@
+"""The broker: the trusted parent's answer to every ``obsidian.*`` call a sandboxed script makes.
+
+Each request is validated (known function for the profile, argument types and sizes, vault-relative
+paths with no ``..``, no absolute path, no NUL, nothing hidden, the real path inside the vault or root),
+counted against the script's budgets, and answered from the vault layer. The child never holds a path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import NoteNotFoundError, PathOutsideVaultError, ShadError, UsageError
+from ..vault import Note, Vault, VaultSet
+from ..vault._vault import normalize_note_path
+from ._net import NetPolicy, NetRefused, fetch
+
+__all__ = ["PROFILES", "Broker", "BrokerRun", "Budgets", "CallRefused", "FsRoot"]
+
+PROFILES = ("strict", "local", "extended")
+MAX_BODY_CHARS = 2_000_000
+MAX_FILE_BYTES = 2_000_000
+MAX_LISTING = 20_000
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Per-script limits on what the broker hands out."""
+
+    calls: int = 2_000
+    reply_bytes: int = 4_000_000
+    total_bytes: int = 64_000_000
+    http_calls: int = 20
+
+
+@dataclass(frozen=True)
+class FsRoot:
+    """A read-only folder the ``local`` profile exposes through ``obsidian.read_file`` / ``list_files``."""
+
+    id: str
+    path: Path
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> FsRoot:
+        p = Path(path).expanduser()
+        if not p.is_dir():
+            raise UsageError(f"--fs-read folder not found: {p}", hint="give an existing folder")
+        real = Path(os.path.realpath(p))
+        slug = re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", real.name).lower()).strip("-")
+        return cls(slug or "root", real)
+
+
+class CallRefused(Exception):
+    """A request the broker will not answer: ``kind`` is blocked, limited or error."""
+
+    def __init__(self, kind: str, message: str, type: str = "BrokerError") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.type = type
+
+
+def _str(name: str, value: Any, max_len: int = 1024, required: bool = True) -> str | None:
+    if value is None:
+        if required:
+            raise CallRefused("error", f"{name} is required", "TypeError")
+        return None
+    if not isinstance(value, str):
+        raise CallRefused("error", f"{name} must be a string, not {type(value).__name__}", "TypeError")
+    if len(value) > max_len:
+        raise CallRefused("limited", f"{name} is longer than {max_len} characters", "LimitExceeded")
+    return value
+
+
+def _int(name: str, value: Any, lo: int, hi: int, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CallRefused("error", f"{name} must be an integer", "TypeError")
+    if not lo <= value <= hi:
+        raise CallRefused("error", f"{name} must be between {lo} and {hi} (got {value})", "ValueError")
+    return value
+
+
+def _str_list(name: str, value: Any, max_items: int = 50) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or len(value) > max_items:
+        raise CallRefused("error", f"{name} must be a list of at most {max_items} strings", "TypeError")
+    return [str(_str(name, v, 200)) for v in value]
+
+
+def _where(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > 20:
+        raise CallRefused("error", "where must be a dict of at most 20 field: value pairs", "TypeError")
+    for k, v in value.items():
+        _str("where key", k, 100)
+        items = v if isinstance(v, list) else [v]
+        if len(items) > 50 or not all(x is None or isinstance(x, (str, int, float, bool)) for x in items):
+            raise CallRefused("error", "where values must be strings, numbers or lists of them", "TypeError")
+    return value
+
+
+def _check_path(path: Any, what: str = "path") -> str:
+    raw = _str(what, path)
+    assert raw is not None
+    try:
+        return normalize_note_path(raw)
+    except PathOutsideVaultError as exc:
+        raise CallRefused("blocked", f"{exc.message} ({exc.hint})", "PathOutsideVault") from None
+    except ShadError as exc:
+        raise CallRefused("error", exc.message, "ValueError") from None
+
+
+def _link_text(name: str, value: Any) -> str | None:
+    text = _str(name, value, 300, required=False)
+    if text is not None and any(c in text for c in "[]|\n\r#^"):
+        raise CallRefused("error", f"{name} may not contain [ ] | # ^ or newlines", "ValueError")
+    return text
+
+
+class Broker:
+    """Answers calls for one Sandbox: its vaults, profile, read-only roots and network policy."""
+
+    def __init__(
+        self,
+        vaults: VaultSet,
+        profile: str = "strict",
+        roots: tuple[FsRoot, ...] = (),
+        net: NetPolicy | None = None,
+        budgets: Budgets | None = None,
+    ) -> None:
+        if profile not in PROFILES:
+            raise UsageError(f"unknown sandbox profile {profile!r}", hint=f"use one of {', '.join(PROFILES)}")
+        self.vaults = vaults
+        self.profile = profile
+        self.roots = roots
+        self.net = net
+        self.budgets = budgets or Budgets()
+
+    def new_run(self) -> BrokerRun:
+        return BrokerRun(self)
+
+
+@dataclass
+class BrokerRun:
+    """The broker's bookkeeping for one script."""
+
+    broker: Broker
+    calls: Counter[str] = field(default_factory=Counter)
+    bytes_out: int = 0
+    refused: list[str] = field(default_factory=list)
+
+    def stats(self) -> dict[str, Any]:
+        return {"calls": sum(self.calls.values()), "by_function": dict(self.calls), "bytes": self.bytes_out}
+
+    def handle(self, frame: Any, encode: Callable[[Any], bytes]) -> bytes:
+        """One request frame in, one encoded reply frame out (never raises for a bad request)."""
+        call_id = frame.get("id") if isinstance(frame, dict) else None
+        try:
+            value = self._dispatch(frame)
+            reply = encode({"t": "reply", "id": call_id, "ok": value})
+            if len(reply) > self.broker.budgets.reply_bytes:
+                raise CallRefused(
+                    "limited",
+                    f"the answer is larger than {self.broker.budgets.reply_bytes} bytes; ask for less "
+                    "(a smaller limit, one note at a time)",
+                    "LimitExceeded",
+                )
+            self.bytes_out += len(reply)
+            if self.bytes_out > self.broker.budgets.total_bytes:
+                raise CallRefused(
+                    "limited",
+                    f"the script read more than {self.broker.budgets.total_bytes} bytes",
+                    "LimitExceeded",
+                )
+            return reply
+        except CallRefused as exc:
+            self.refused.append(f"{exc.kind}: {exc}")
+            return encode(
+                {
+                    "t": "reply",
+                    "id": call_id,
+                    "err": {"kind": exc.kind, "type": exc.type, "message": str(exc)},
+                }
+            )
+
+    def _dispatch(self, frame: Any) -> Any:
+        if not isinstance(frame, dict) or frame.get("t") != "call":
+            raise CallRefused("blocked", "malformed request", "ProtocolError")
+        fn, kwargs = frame.get("fn"), frame.get("kwargs")
+        if not isinstance(fn, str) or not isinstance(kwargs, dict):
+            raise CallRefused("blocked", "malformed request", "ProtocolError")
+        handler = _HANDLERS.get(fn)
+        if handler is None:
+            raise CallRefused("error", f"obsidian.{fn} does not exist", "AttributeError")
+        profile_needed, method, params = handler
+        order = PROFILES.index
+        if order(self.broker.profile) < order(profile_needed):
+            raise CallRefused(
+                "blocked", f"obsidian.{fn} needs the {profile_needed!r} sandbox profile", "ProfileRefused"
+            )
+        unknown = set(kwargs) - set(params)
+        if unknown:
+            raise CallRefused(
+                "error", f"obsidian.{fn} got unexpected arguments: {sorted(unknown)}", "TypeError"
+            )
+        self.calls[fn] += 1
+        if sum(self.calls.values()) > self.broker.budgets.calls:
+            raise CallRefused(
+                "limited", f"more than {self.broker.budgets.calls} obsidian calls", "LimitExceeded"
+            )
+        try:
+            return method(self, **kwargs)
+        except CallRefused:
+            raise
+        except PathOutsideVaultError as exc:
+            raise CallRefused("blocked", f"{exc.message} ({exc.hint})", "PathOutsideVault") from None
+        except NoteNotFoundError as exc:
+            raise CallRefused("error", exc.message, "NoteNotFoundError") from None
+        except ShadError as exc:
+            raise CallRefused("error", exc.message, type(exc).__name__) from None
+        except Exception as exc:  # a failing vault read must not take the parent down
+            raise CallRefused(
+                "error", f"obsidian.{fn} failed: {type(exc).__name__}: {exc}", type(exc).__name__
+            ) from None
+
+    # --- vault helpers ------------------------------------------------------------------------------------
+
+    def _vault(self, vault: Any) -> Vault | None:
+        name = _str("vault", vault, 200, required=False)
+        return self.broker.vaults.get(name) if name is not None else None
+
+    def _note(self, path: Any, vault: Any) -> Note:
+        rel = _check_path(path)
+        v = self._vault(vault)
+        return v.read_note(rel) if v is not None else self.broker.vaults.read_note(rel)
+
+    def _owner(self, note: Note) -> Vault:
+        return self.broker.vaults.get(note.vault or self.broker.vaults.ids[0])
+
+    # --- the API ------------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: Any = None,
+        limit: Any = None,
+        path: Any = None,
+        type: Any = None,
+        tags: Any = None,
+        where: Any = None,
+        vault: Any = None,
+        vaults: Any = None,
+    ) -> Any:
+        q = _str("query", query, 1000)
+        assert q is not None
+        hits = self.broker.vaults.search(
+            q,
+            limit=_int("limit", limit, 1, 200, 10),
+            path=_check_path(path, "path") if path is not None else None,
+            type=_str("type", type, 200, required=False),
+            tags=_str_list("tags", tags),
+            where=_where(where),
+            vault=_str("vault", vault, 200, required=False),
+            vaults=_str_list("vaults", vaults),
+        )
+        return [h.to_dict() for h in hits]
+
+    def read_note(self, path: Any = None, vault: Any = None) -> Any:
+        note = self._note(path, vault)
+        data = note.to_dict()
+        data["backlinks"] = self._owner(note).backlinks(note.path)
+        if len(note.body) > MAX_BODY_CHARS:
+            data["body"] = note.body[:MAX_BODY_CHARS]
+            data["truncated"] = True
+        return data
+
+    def list_notes(self, folder: Any = None, recursive: Any = None, vault: Any = None) -> Any:
+        sub = _check_path(folder, "folder") if folder is not None else None
+        rec = True if recursive is None else bool(recursive)
+        v = self._vault(vault)
+        chosen = [v] if v is not None else list(self.broker.vaults)
+        seen: dict[str, None] = {}
+        for one in chosen:
+            for p in one.list_notes(sub, rec):
+                seen.setdefault(p)
+        return list(seen)[:MAX_LISTING]
+
+    def get_frontmatter(self, path: Any = None, vault: Any = None) -> Any:
+        return self._note(path, vault).to_dict(body=False)["frontmatter"]
+
+    def get_hash(self, path: Any = None, vault: Any = None) -> Any:
+        return self._note(path, vault).hash
+
+    def links(self, path: Any = None, vault: Any = None) -> Any:
+        note = self._note(path, vault)
+        return sorted({lk.resolved for lk in note.links if lk.resolved and lk.resolved != note.path})
+
+    def backlinks(self, path: Any = None, vault: Any = None) -> Any:
+        note = self._note(path, vault)
+        return self._owner(note).backlinks(note.path)
+
+    def neighbors(self, path: Any = None, depth: Any = None, vault: Any = None) -> Any:
+        note = self._note(path, vault)
+        return self._owner(note).neighbors(note.path, _int("depth", depth, 1, 3, 1))
+
+    def create_wikilink(
+        self, path: Any = None, heading: Any = None, alias: Any = None, vault: Any = None
+    ) -> Any:
+        note = self._note(path, vault)
+        target = note.path[:-3] if note.path.lower().endswith(".md") else note.path
+        head, label = _link_text("heading", heading), _link_text("alias", alias)
+        return f"[[{target}{'#' + head if head else ''}{'|' + label if label else ''}]]"
+
+    def vault_ids(self) -> Any:
+        return self.broker.vaults.ids
+
+    # --- profile local: read-only roots -------------------------------------------------------------------
+
+    def _root(self, root: Any) -> FsRoot:
+        name = _str("root", root, 200, required=False)
+        if not self.broker.roots:
+            raise CallRefused("blocked", "no --fs-read roots were given to this sandbox", "ProfileRefused")
+        if name is None:
+            return self.broker.roots[0]
+        for r in self.broker.roots:
+            if r.id == name:
+                return r
+        raise CallRefused(
+            "error", f"no root {name!r}; roots: {[r.id for r in self.broker.roots]}", "ValueError"
+        )
+
+    def read_file(self, path: Any = None, root: Any = None) -> Any:
+        r = self._root(root)
+        rel = _check_path(path)
+        real = os.path.realpath(r.path / rel)
+        if not (real == str(r.path) or real.startswith(str(r.path) + os.sep)):
+            raise CallRefused("blocked", f"{rel!r} resolves outside the allowed root", "PathOutsideVault")
+        if not os.path.isfile(real):
+            raise CallRefused("error", f"no file {rel!r} in root {r.id!r}", "FileNotFound")
+        with open(real, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise CallRefused("limited", f"{rel!r} is larger than {MAX_FILE_BYTES} bytes", "LimitExceeded")
+        if b"\x00" in data:
+            raise CallRefused("error", f"{rel!r} is a binary file", "ValueError")
+        return data.decode("utf-8", "replace")
+
+    def list_files(self, folder: Any = None, root: Any = None) -> Any:
+        r = self._root(root)
+        sub = _check_path(folder, "folder") if folder is not None else ""
+        base = r.path / sub if sub else r.path
+        out: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                real = os.path.realpath(full)
+                if name.startswith(".") or not real.startswith(str(r.path) + os.sep):
+                    continue
+                out.append(os.path.relpath(full, r.path).replace(os.sep, "/"))
+                if len(out) >= MAX_LISTING:
+                    return out
+        return out
+
+    def root_ids(self) -> Any:
+        return [r.id for r in self.broker.roots]
+
+    # --- profile extended: HTTP GET done here -------------------------------------------------------------
+
+    def http_get(self, url: Any = None) -> Any:
+        u = _str("url", url, 2000)
+        assert u is not None
+        if self.broker.net is None:
+            raise CallRefused("blocked", "no --net-allow hosts were given to this sandbox", "NetRefused")
+        if self.calls["http_get"] > self.broker.budgets.http_calls:
+            raise CallRefused(
+                "limited", f"more than {self.broker.budgets.http_calls} HTTP requests", "LimitExceeded"
+            )
+        try:
+            return fetch(u, self.broker.net)
+        except NetRefused as exc:
+            raise CallRefused(exc.kind, str(exc), "NetRefused") from None
+
+
+_P = ("path", "vault")
+_HANDLERS: dict[str, tuple[str, Callable[..., Any], tuple[str, ...]]] = {
+    "search": (
+        "strict",
+        BrokerRun.search,
+        ("query", "limit", "path", "type", "tags", "where", "vault", "vaults"),
+    ),
+    "read_note": ("strict", BrokerRun.read_note, _P),
+    "list_notes": ("strict", BrokerRun.list_notes, ("folder", "recursive", "vault")),
+    "get_frontmatter": ("strict", BrokerRun.get_frontmatter, _P),
+    "get_hash": ("strict", BrokerRun.get_hash, _P),
+    "links": ("strict", BrokerRun.links, _P),
+    "backlinks": ("strict", BrokerRun.backlinks, _P),
+    "neighbors": ("strict", BrokerRun.neighbors, (*_P, "depth")),
+    "create_wikilink": ("strict", BrokerRun.create_wikilink, (*_P, "heading", "alias")),
+    "vaults": ("strict", BrokerRun.vault_ids, ()),
+    "read_file": ("local", BrokerRun.read_file, ("path", "root")),
+    "list_files": ("local", BrokerRun.list_files, ("folder", "root")),
+    "roots": ("local", BrokerRun.root_ids, ()),
+    "http_get": ("extended", BrokerRun.http_get, ("url",)),
+}
