@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+from ._run_api import aresume, arun, resume, run
+from ._version import __version__
+from .config import Budgets, RunConfig
 from .errors import ShadError
+from .run import Run, RunStatus
 from .vault import Hit, Note, Vault, VaultSet
 
-__all__ = ["Hit", "Note", "ShadError", "Vault", "VaultSet"]
-__version__ = "0.1.0"
+__all__ = [
+    "Budgets",
+    "Hit",
+    "Note",
+    "Run",
+    "RunConfig",
+    "RunStatus",
+    "ShadError",
+    "Vault",
+    "VaultSet",
+    "__version__",
+    "aresume",
+    "arun",
+    "resume",
+    "run",
+]

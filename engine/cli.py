@@ -11,9 +11,10 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from . import __version__
+from ._cli_run import export_cmd, resume_cmd, run_cmd, runs_cmd, status_cmd, trace_group
 from ._cli_sandbox import sandbox_group
 from ._cli_vault import vault_group
+from ._version import __version__
 from .errors import ShadError
 
 __all__ = ["cli", "main"]
@@ -27,7 +28,8 @@ def cli() -> None:
     """Shad (Shannon's Daemon): let a language model use an Obsidian vault far larger than its context."""
 
 
-cli.add_command(vault_group)
+for command in (run_cmd, resume_cmd, status_cmd, trace_group, export_cmd, runs_cmd, vault_group):
+    cli.add_command(command)
 cli.add_command(sandbox_group)
 
 

@@ -1,0 +1,336 @@
+"""``shad run``, ``status``, ``trace``, ``export``, ``runs``: thin commands over the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from .config import Budgets, RunConfig
+from .dag import Dag, Node
+from .errors import UsageError
+from .history import list_runs
+from .run import Run
+
+__all__ = ["export_cmd", "resume_cmd", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+_COLOURS = {
+    "CREATED": "dim",
+    "STARTED": "yellow",
+    "SUCCEEDED": "green",
+    "CACHE_HIT": "cyan",
+    "FAILED": "red",
+    "PRUNED": "magenta",
+}
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def _models(items: tuple[str, ...]) -> dict[str, str]:
+    models = {}
+    for item in items:
+        tier, sep, model = item.partition("=")
+        if not sep or not model:
+            raise UsageError(
+                f"--model takes TIER=MODEL_ID, got {item!r}", hint="e.g. --model leaf=claude-haiku-4-5"
+            )
+        models[tier.strip().lower()] = model.strip()
+    return models
+
+
+def render_tree(dag: Dag, title: str = "run") -> Tree:
+    """The DAG as a tree: parents over children, colour by status, tokens and time per node."""
+    tree = Tree(Text(title, style="bold"))
+    if not len(dag):
+        return tree
+
+    def label(n: Node) -> Text:
+        colour = _COLOURS.get(n.status.value, "")
+        text = Text(f"{n.id} ", style="bold")
+        text.append(n.status.value, style=colour)
+        text.append(f"  {n.task[:80]}")
+        if n.tokens or n.duration_ms:
+            text.append(f"  ({n.tokens} tok, {n.duration_ms / 1000:.1f}s)", style="dim")
+        return text
+
+    def add(branch: Tree, node: Node) -> None:
+        sub = branch.add(label(node))
+        for child in dag.children(node.id):
+            add(sub, child)
+
+    add(tree, dag.root())
+    return tree
+
+
+@click.command("run")
+@click.argument("goal")
+@click.option(
+    "--vault", "vaults", multiple=True, required=True, metavar="DIR", help="Vault folder (repeatable)."
+)
+@click.option("--strategy", help="software, research, analysis, planning or creative (default: classified).")
+@click.option("--max-depth", type=int, default=Budgets.max_depth, show_default=True)
+@click.option("--max-nodes", type=int, default=Budgets.max_nodes, show_default=True)
+@click.option("--max-time", type=float, default=Budgets.max_wall_time, show_default=True, help="Seconds.")
+@click.option("--max-tokens", type=int, default=Budgets.max_tokens, show_default=True)
+@click.option("--max-parallel", type=int, default=4, show_default=True)
+@click.option("--max-llm", type=int, default=2, show_default=True, help="Model calls in flight.")
+@click.option(
+    "--concurrency-mode", type=click.Choice(["adaptive", "fixed"]), default="adaptive", show_default=True
+)
+@click.option(
+    "--provider", help="anthropic, openai, claude-code, offline or replay (default: from the environment)."
+)
+@click.option("--model", "models", multiple=True, metavar="TIER=ID", help="Model id for a tier (repeatable).")
+@click.option("--history-dir", help="Where to keep the run's history (default: <vault>/Shad/History/Runs).")
+@click.option("--include-history", is_flag=True, help="Let retrieval cite earlier runs' reports.")
+@click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
+def run_cmd(
+    goal: str,
+    vaults: tuple[str, ...],
+    strategy: str | None,
+    max_depth: int,
+    max_nodes: int,
+    max_time: float,
+    max_tokens: int,
+    max_parallel: int,
+    max_llm: int,
+    concurrency_mode: str,
+    provider: str | None,
+    models: tuple[str, ...],
+    history_dir: str | None,
+    include_history: bool,
+    as_json: bool,
+) -> int:
+    """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
+    from .orchestrator import Orchestrator
+
+    config = RunConfig(
+        goal,
+        vaults,
+        strategy=strategy,
+        provider=provider,
+        models=_models(models),
+        max_parallel=max_parallel,
+        max_llm=max_llm,
+        concurrency_mode=concurrency_mode,
+        history_dir=history_dir,
+        include_history=include_history,
+        budgets=Budgets(
+            max_depth=max_depth, max_nodes=max_nodes, max_wall_time=max_time, max_tokens=max_tokens
+        ),
+    )
+    orch = Orchestrator(config)
+    live_view = err.is_terminal and not as_json
+
+    async def go() -> Run:
+        if not live_view:
+            return await orch.execute()
+        with Live(
+            console=err,
+            refresh_per_second=8,
+            transient=True,
+            get_renderable=lambda: (
+                render_tree(orch.run.dag, f"shad {orch.run_id}")
+                if hasattr(orch, "run")
+                else Text("starting…")
+            ),
+        ):
+            return await orch.execute()
+
+    run = asyncio.run(go())
+    if as_json:
+        _print_json(run.summary)
+    else:
+        if live_view:
+            err.print(render_tree(run.dag, f"shad {run.id}"))
+        _print_report(run)
+        err.print(
+            f"[bold]{run.status.value}[/] · {run.summary['metrics']['total_tokens']} tokens · "
+            f"{run.summary['metrics']['llm_calls']} model calls · provider {escape(run.provider_name)} · "
+            f"report: {escape(run.report_path)}"
+        )
+        if run.summary.get("resume_command"):
+            err.print(f"to continue: [bold]{escape(run.summary['resume_command'])}[/]")
+    return run.exit_code
+
+
+def _print_report(run: Run) -> None:
+    """Rendered on a terminal; the plain markdown (without frontmatter) when piped or redirected."""
+    body = run.report.split("\n---\n", 1)[-1].lstrip("\n")
+    if out.is_terminal:
+        out.print(Markdown(body))
+    else:
+        click.echo(body)
+
+
+@click.command("status")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+def status_cmd(run_id: str, as_json: bool) -> int:
+    """Status, goal, metrics, missing branches and failures of a run."""
+    run = Run.load(run_id)
+    if as_json:
+        _print_json(
+            run.summary or {"run_id": run.id, "status": run.status.value, "history_dir": str(run.history.dir)}
+        )
+        return 0
+    s = run.summary
+    out.print(f"[bold]{run.id}[/] {run.status.value}  {escape(s.get('goal', ''))}")
+    if s:
+        m = s["metrics"]
+        out.print(
+            f"  {m['nodes_executed']}/{m['nodes_total']} nodes, {m['total_tokens']} tokens, "
+            f"{m['llm_calls']} model calls, {m['duration_ms'] / 1000:.1f}s, provider {s['provider']}"
+        )
+        out.print(f"  report: {escape(s['report_path'])}")
+        for b in s.get("missing_branches", []):
+            out.print(
+                f"  [magenta]missing[/] {b['node_id']}: {escape(b['task'])} ({escape(str(b['reason']))})"
+            )
+        for f in s.get("failures", []):
+            out.print(
+                f"  [red]failed[/] {f['node_id']} {f['phase']}: {f['error_class']}: {escape(f['message'])}"
+            )
+        if s.get("resume_command"):
+            out.print(f"  to continue: {s['resume_command']}")
+    else:
+        out.print(f"  no final summary (the run did not finish); history: {escape(str(run.history.dir))}")
+    return 0
+
+
+@click.group("trace")
+def trace_group() -> None:
+    """Look inside a run: its DAG, or one node."""
+
+
+@trace_group.command("tree")
+@click.argument("run_id")
+def trace_tree_cmd(run_id: str) -> int:
+    """The run's DAG with each node's status, tokens and time."""
+    run = Run.load(run_id)
+    out.print(render_tree(run.dag, f"{run.id} {run.status.value}"))
+    return 0
+
+
+@trace_group.command("node")
+@click.argument("run_id")
+@click.argument("node_id")
+@click.option("--json", "as_json", is_flag=True)
+def trace_node_cmd(run_id: str, node_id: str, as_json: bool) -> int:
+    """Everything about one node: task, retrieval, context, citations, answer, tokens, error."""
+    run = Run.load(run_id)
+    if node_id not in run.dag:
+        raise UsageError(
+            f"run {run.id} has no node {node_id!r}", hint=f"nodes: {', '.join(n.id for n in run.dag)}"
+        )
+    node = run.dag.node(node_id)
+    if as_json:
+        _print_json(node.to_dict())
+        return 0
+    table = Table(show_header=False, box=None)
+    for key in ("id", "stage", "depth", "parent", "status", "tokens", "llm_calls", "duration_ms", "note"):
+        table.add_row(f"[cyan]{key}[/]", escape(str(getattr(node, key, ""))))
+    parts: list[Any] = [table, Text(f"\nTask: {node.task}", style="bold")]
+    retrieval = node.retrieval or {}
+    if retrieval:
+        parts.append(
+            Text(
+                f"Retrieval ({retrieval.get('method')}): queries {retrieval.get('queries')}, "
+                f"score {retrieval.get('retrieval_score')}"
+            )
+        )
+        for c in retrieval.get("context", []):
+            parts.append(Text(f"  {c['citation']}  {c['text'][:160]!r}", style="dim"))
+    if node.answer:
+        parts += [Text("\nAnswer:", style="bold"), Markdown(node.answer)]
+    if node.error:
+        parts.append(Text(f"\nError: {node.error['error_class']}: {node.error['message']}", style="red"))
+    out.print(Group(*parts))
+    return 0
+
+
+@click.command("export")
+@click.argument("run_id")
+@click.option("--output", required=True, metavar="DIR", help="Folder to copy the report and artifacts into.")
+def export_cmd(run_id: str, output: str) -> int:
+    """Copy a run's report, summary, DAG and artifacts to DIR (nothing is written anywhere else)."""
+    run = Run.load(run_id)
+    target = Path(output).expanduser()
+    target.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in ("final.report.md", "final.summary.json", "dag.json"):
+        src = run.history.dir / name
+        if src.exists():
+            shutil.copy2(src, target / name)
+            copied.append(name)
+    artifacts = run.history.dir / "artifacts"
+    if artifacts.is_dir() and any(artifacts.iterdir()):
+        shutil.copytree(artifacts, target / "artifacts", dirs_exist_ok=True)
+        copied.append("artifacts/")
+    out.print(f"exported {', '.join(copied) or 'nothing'} to {escape(str(target))}")
+    return 0
+
+
+@click.command("runs")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True)
+def runs_cmd(limit: int, as_json: bool) -> int:
+    """Recent runs, newest first."""
+    runs = list_runs(limit)
+    if as_json:
+        _print_json(runs)
+        return 0
+    if not runs:
+        err.print('no runs yet: start one with shad run "GOAL" --vault DIR')
+        return 0
+    table = Table("run id", "status", "goal", box=None)
+    for r in runs:
+        table.add_row(r["run_id"], r["status"], escape(r["goal"][:80]))
+    out.print(table)
+    return 0
+
+
+@click.command("resume")
+@click.argument("run_id")
+@click.option(
+    "--budget", "budget", metavar="+N|+P%", help="More tokens: +20000, or +25% of the original budget."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
+def resume_cmd(run_id: str, budget: str | None, as_json: bool) -> int:
+    """Continue a stopped run: finished nodes are kept, the rest runs again within the budget left."""
+    from ._run_api import aresume
+
+    previous = Run.load(run_id)
+    add = 0
+    if budget:
+        text = budget.strip().lstrip("+")
+        try:
+            add = (
+                int(previous.config.budgets.max_tokens * float(text[:-1]) / 100)
+                if text.endswith("%")
+                else int(text)
+            )
+        except ValueError as exc:
+            raise UsageError(f"--budget takes +N or +P%, got {budget!r}") from exc
+    run = asyncio.run(aresume(run_id, add_tokens=add))
+    if as_json:
+        _print_json(run.summary)
+    else:
+        _print_report(run)
+        err.print(f"[bold]{run.status.value}[/] · {run.summary['metrics']['total_tokens']} tokens this time")
+    return run.exit_code

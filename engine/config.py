@@ -1,0 +1,120 @@
+"""``RunConfig`` and ``Budgets``: everything a run needs to know, validated when it is built."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError, VaultNotFoundError
+
+__all__ = ["CONCURRENCY_MODES", "PROFILES", "Budgets", "RunConfig"]
+
+PROFILES = ("strict", "local", "extended")
+CONCURRENCY_MODES = ("adaptive", "fixed")
+TIERS = ("orchestrator", "worker", "leaf", "judge", "embedder")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Hard limits of one run; the engine enforces them, not the model."""
+
+    max_depth: int = 3
+    max_nodes: int = 50
+    max_branching: int = 6
+    max_wall_time: float = 300.0  # seconds
+    max_tokens: int = 100_000
+    max_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_depth", "max_nodes", "max_branching", "max_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise UsageError(f"{name} must be a whole number of at least 1 (got {value!r})")
+        if self.max_depth > 10:
+            raise UsageError(f"max_depth {self.max_depth} is too deep", hint="use at most 10")
+        if not _is_number(self.max_wall_time) or not self.max_wall_time > 0:
+            raise UsageError(f"max_wall_time must be positive seconds (got {self.max_wall_time!r})")
+        if self.max_usd is not None and (not _is_number(self.max_usd) or not self.max_usd > 0):
+            raise UsageError(f"max_usd must be positive (got {self.max_usd!r})")
+        if self.max_tokens < 1000:
+            raise UsageError(
+                f"max_tokens {self.max_tokens} leaves nothing to work with",
+                hint="a run needs at least 1000 tokens (800 are reserved for the final synthesis)",
+            )
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to do (goal), where to look (vaults, first has priority), and within which limits."""
+
+    goal: str
+    vaults: tuple[str, ...]
+    strategy: str | None = None  # None: chosen by the classifier
+    budgets: Budgets = field(default_factory=Budgets)
+    provider: str | None = None  # None: anthropic if its key is set, else openai if its URL is, else offline
+    models: dict[str, str] = field(default_factory=dict)  # tier -> model id
+    max_parallel: int = 4
+    max_llm: int = 2
+    concurrency_mode: str = "adaptive"
+    profile: str = "strict"
+    history_dir: str | None = None
+    include_history: bool = False  # may retrieval cite earlier runs' reports (Shad/History/)?
+    code_mode: bool = True
+    replay_from: str | None = None  # run id whose recorded model calls answer this run
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.goal, str) or not self.goal.strip():
+            raise UsageError("the goal is empty", hint='say what you want, e.g. shad run "How do I …?"')
+        if isinstance(self.vaults, (str, os.PathLike)):
+            object.__setattr__(self, "vaults", (str(self.vaults),))
+        if not self.vaults:
+            raise UsageError("no vault given", hint="pass --vault DIR (repeat it for layered vaults)")
+        resolved = []
+        for v in self.vaults:
+            path = Path(v).expanduser()
+            if not path.is_dir():
+                raise VaultNotFoundError(
+                    f"vault folder not found: {path}",
+                    hint="pass --vault with the folder that holds your notes",
+                )
+            resolved.append(str(path.resolve()))
+        object.__setattr__(self, "vaults", tuple(resolved))
+        for tier in self.models:
+            if tier not in TIERS:
+                raise UsageError(f"unknown model tier {tier!r}", hint=f"tiers: {', '.join(TIERS)}")
+        if self.concurrency_mode not in CONCURRENCY_MODES:
+            raise UsageError(
+                f"unknown concurrency mode {self.concurrency_mode!r}", hint="use adaptive or fixed"
+            )
+        if self.profile not in PROFILES:
+            raise UsageError(f"unknown profile {self.profile!r}", hint=f"profiles: {', '.join(PROFILES)}")
+        for name in ("max_parallel", "max_llm"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise UsageError(f"{name} must be at least 1 (got {value!r})")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["vaults"] = list(self.vaults)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        budget_fields = {f.name for f in fields(Budgets)}
+        # Manifests from other versions may carry budget fields this one does not know: ignore those.
+        values["budgets"] = Budgets(
+            **{k: v for k, v in values.get("budgets", {}).items() if k in budget_fields}
+        )
+        values["vaults"] = tuple(values["vaults"])
+        return cls(**values)
+
+    def with_budgets(self, **changes: Any) -> RunConfig:
+        return replace(self, budgets=replace(self.budgets, **changes))

@@ -1,0 +1,157 @@
+"""The run's DAG: nodes with their lifecycle, hard and soft dependencies, and the ``dag.json`` round trip."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+__all__ = ["Dag", "Node", "NodeStatus"]
+
+
+class NodeStatus(str, enum.Enum):
+    CREATED = "CREATED"
+    STARTED = "STARTED"
+    SUCCEEDED = "SUCCEEDED"
+    CACHE_HIT = "CACHE_HIT"
+    FAILED = "FAILED"
+    PRUNED = "PRUNED"
+
+    @property
+    def finished(self) -> bool:
+        return self in (NodeStatus.SUCCEEDED, NodeStatus.CACHE_HIT, NodeStatus.FAILED, NodeStatus.PRUNED)
+
+    @property
+    def ok(self) -> bool:
+        return self in (NodeStatus.SUCCEEDED, NodeStatus.CACHE_HIT)
+
+
+@dataclass
+class Node:
+    """One subtask. A node with children answers by synthesizing them; a leaf retrieves and answers."""
+
+    id: str
+    task: str
+    stage: str
+    depth: int
+    parent: str | None = None
+    hard_deps: list[str] = field(default_factory=list)  # must finish first
+    soft_deps: list[str] = field(default_factory=list)  # their context packets are used if available
+    status: NodeStatus = NodeStatus.CREATED
+    answer: str = ""
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    retrieval: dict[str, Any] = field(default_factory=dict)  # queries, hits, score, context excerpt
+    packet: dict[str, Any] = field(default_factory=dict)  # summary + keywords handed to dependents
+    tokens: int = 0
+    llm_calls: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: dict[str, Any] | None = None
+    note: str = ""  # why it was pruned, cached, decomposed or not
+
+    @property
+    def duration_ms(self) -> float:
+        if self.started_at is None or self.finished_at is None:
+            return 0.0
+        return round((self.finished_at - self.started_at) * 1000, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["duration_ms"] = self.duration_ms
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Node:
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        values["status"] = NodeStatus(values.get("status", "CREATED"))
+        return cls(**values)
+
+
+class Dag:
+    """Nodes in a networkx DiGraph. Edges point from a dependency to its dependent (``kind``: hard,
+    soft) and from a parent to its children (``kind``: child)."""
+
+    def __init__(self) -> None:
+        self.graph: nx.DiGraph = nx.DiGraph()
+
+    # An edge to a dependency or parent not added (yet) leaves a bare placeholder in the graph: it is
+    # not a node of the DAG until ``add`` gives it one.
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.graph and "node" in self.graph.nodes[node_id]
+
+    def __iter__(self) -> Iterator[Node]:
+        return (data["node"] for _, data in self.graph.nodes(data=True) if "node" in data)
+
+    def node(self, node_id: str) -> Node:
+        node: Node = self.graph.nodes[node_id]["node"]
+        return node
+
+    def add(self, node: Node) -> Node:
+        self.graph.add_node(node.id, node=node)
+        if node.parent is not None:
+            self.graph.add_edge(node.parent, node.id, kind="child")
+        for dep in node.hard_deps:
+            self.graph.add_edge(dep, node.id, kind="hard")
+        for dep in node.soft_deps:
+            self.graph.add_edge(dep, node.id, kind="soft")
+        return node
+
+    def children(self, node_id: str) -> list[Node]:
+        return [
+            self.node(c)
+            for c in self.graph.successors(node_id)
+            if self.graph.edges[node_id, c]["kind"] == "child"
+        ]
+
+    def root(self) -> Node:
+        return next(n for n in self if n.parent is None)
+
+    def ready(self) -> list[Node]:
+        """Created nodes whose hard dependencies have finished (a parent waits for its children)."""
+        out = []
+        for n in self:
+            if n.status is not NodeStatus.CREATED:
+                continue
+            if any(not self.node(d).status.finished for d in n.hard_deps if d in self):
+                continue
+            if any(not c.status.finished for c in self.children(n.id)):
+                continue
+            out.append(n)
+        return out
+
+    def critical_path_length(self) -> int:
+        """Nodes on the longest dependency chain (children count as dependencies of their parent)."""
+        order = nx.DiGraph()
+        for n in self:
+            order.add_node(n.id)
+            for d in n.hard_deps:
+                if d in self:
+                    order.add_edge(d, n.id)
+            if n.parent and n.parent in self:
+                order.add_edge(n.id, n.parent)
+        return int(nx.dag_longest_path_length(order)) + 1 if len(order) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": [n.to_dict() for n in self]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Dag:
+        dag = cls()
+        nodes = [Node.from_dict(d) for d in data.get("nodes", [])]
+        for n in nodes:  # parents first, so edges find both ends
+            dag.graph.add_node(n.id, node=n)
+        for n in nodes:
+            if n.parent is not None:
+                dag.graph.add_edge(n.parent, n.id, kind="child")
+            for dep in n.hard_deps:
+                dag.graph.add_edge(dep, n.id, kind="hard")
+            for dep in n.soft_deps:
+                dag.graph.add_edge(dep, n.id, kind="soft")
+        return dag

@@ -1,0 +1,124 @@
+"""The offline provider's retrieval script: a fixed template, filled with the task's queries.
+
+The script runs in the Code Mode sandbox, where ``obsidian`` is the vault API. It searches for the
+task, then for its key words, then for each hint; reads the notes of the best hits; hands back each
+hit's section (the text under its heading) with a full-path wikilink; and sets ``__result__`` to
+``{context, citations, queries, signals, confidence, why}``. Confidence is the share of the task's key
+words that occur in the context (the engine scores retrieval itself anyway).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..vault._query import parse_query
+
+__all__ = ["retrieval_script"]
+
+LIMIT = 6
+SECTION_CHARS = 1200
+MAX_QUERIES = 5
+
+_TEMPLATE = """\
+# Retrieval script written by Shad's offline provider from a fixed template (no language model).
+# Task: {task_comment}
+QUERIES = {queries}
+WORDS = {words}
+LIMIT = {limit}
+SECTION_CHARS = {section_chars}
+
+multi = len(obsidian.vaults()) > 1
+hits = []
+seen = set()
+used = []
+for query in QUERIES:
+    if len(hits) >= LIMIT:
+        break
+    used.append(query)
+    for hit in obsidian.search(query, limit=LIMIT):
+        key = (hit["vault"], hit["path"], hit.get("heading"))
+        if key not in seen:
+            seen.add(key)
+            hits.append(hit)
+
+
+def section(note, heading):
+    body = note["body"]
+    start = 0
+    end = len(body)
+    if heading:
+        heads = note.get("headings") or []
+        for i, h in enumerate(heads):
+            if h["text"] == heading:
+                start = h["offset"]
+                for later in heads[i + 1:]:
+                    if later["level"] <= h["level"]:
+                        end = later["offset"]
+                        break
+                break
+    return body[start:end].strip()[:SECTION_CHARS]
+
+
+notes = {{}}
+context = []
+citations = []
+for hit in hits[:LIMIT]:
+    key = (hit["vault"], hit["path"])
+    if key not in notes:
+        try:
+            notes[key] = obsidian.read_note(hit["path"], vault=hit["vault"])
+        except Exception:
+            continue
+    heading = hit.get("heading")
+    target = hit["path"][:-3] if hit["path"].endswith(".md") else hit["path"]
+    if heading:
+        target = target + "#" + heading
+    prefix = hit["vault"] + ":" if multi else ""
+    context.append({{
+        "vault": hit["vault"],
+        "path": hit["path"],
+        "heading": heading,
+        "text": section(notes[key], heading),
+        "citation": "[[" + prefix + target + "]]",
+    }})
+    citations.append({{"vault": hit["vault"], "path": hit["path"], "heading": heading}})
+
+text = " ".join([c["text"].lower() for c in context])
+found = [w for w in WORDS if w in text]
+confidence = round(len(found) / len(WORDS), 3) if WORDS else 0.0
+__result__ = {{
+    "context": context,
+    "citations": citations,
+    "queries": used,
+    "signals": {{"hits": len(hits), "notes": len(notes), "words_found": found, "words": WORDS}},
+    "confidence": confidence,
+    "why": str(len(context)) + " section(s) from " + str(len(notes)) + " note(s) for " + str(len(used))
+    + " quer(ies); " + str(len(found)) + "/" + str(len(WORDS)) + " key words found",
+}}
+"""
+
+
+def _hints(hints: Any) -> list[str]:
+    if isinstance(hints, str):
+        return [hints]
+    if isinstance(hints, (list, tuple)):
+        return [h for h in hints if isinstance(h, str)]
+    return []
+
+
+def retrieval_script(task: str, hints: Any = None) -> str:
+    """The template filled for ``task`` (and optional ``hints``: more queries to try)."""
+    task = " ".join(task.split())[:500]
+    words = [w for w in parse_query(task).words() if len(w) > 1][:12]
+    queries = [task] if task else []
+    if len(words) > 1:
+        queries.append(" ".join(words))
+    queries += [" ".join(h.split())[:200] for h in _hints(hints)]
+    queries = [q for q in dict.fromkeys(queries) if q][:MAX_QUERIES]
+    return _TEMPLATE.format(
+        task_comment=task.replace("\n", " ")[:200] or "(none)",
+        queries=repr(queries),
+        words=repr(words),
+        limit=LIMIT,
+        section_chars=SECTION_CHARS,
+    )

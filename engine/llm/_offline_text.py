@@ -1,0 +1,208 @@
+"""Text helpers of the offline provider: passages, terms and extractive ranking. No model anywhere.
+
+A context item's text is Markdown. ``display_text`` renders it the way Obsidian shows it (a wikilink
+shows its label, ``^block`` ids and embeds are hidden), so quoted passages never carry links the
+context item did not give as its citation. ``passages`` splits it into quotable units: a list item,
+a table row or a sentence (headings, code fences and rules are skipped). ``rank_passages`` scores each
+passage by the query terms it contains (stemmed, stop words out), each term weighted by its rarity
+among the passages (idf); terms found only in the item's heading or note path count at a lower weight.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..vault._query import parse_query, stem
+
+__all__ = [
+    "Passage",
+    "display_text",
+    "estimate_tokens",
+    "passages",
+    "rank_passages",
+    "split_sentences",
+    "terms",
+]
+
+MIN_WORDS = 2
+MAX_PASSAGE_CHARS = 500
+LABEL_SHARE = 0.6
+NUMBER_BONUS = 0.1
+RANK_BONUS = 0.05
+TOPIC_BONUS = 0.15
+_QUANTITY = re.compile(
+    r"\b(?:how (?:many|much|long|often|far|big|large|high|fast|old)|what (?:percentage|number|port|size|"
+    r"speed|temperature|ratio|value|year|version)|which (?:port|number|value|year|version)|number of)\b",
+    re.I,
+)
+_DIGIT = re.compile(r"(?<![^\W_])\d")  # a number, not the digit in "CO2" or "x86"
+DEFINITION_BONUS = 0.1
+_DEFINE = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*\??\s*$", re.I)
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
+_LIST = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
+_QUOTE = re.compile(r"^\s*>\s?(?:\[![^\]]*\][-+]?\s*)?")
+_SENT_END = re.compile(r"(?<=[.!?])[\"”’)\]]*\s+(?=[\"“(\[*_]*[A-Z0-9])")
+_ABBREV = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|ca|no|fig|dr|mr|mrs|ms|st|jr|sr|al)\.|\b[A-Z]\.)$", re.I
+)
+_WORD = re.compile(r"[^\W_]+", re.U)
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token (the offline provider has no tokenizer; it says so)."""
+    return (len(text) + 3) // 4
+
+
+def terms(text: str) -> list[str]:
+    """Content-word stems of ``text``, in order, without duplicates."""
+    words: list[str] = []
+    for w in parse_query(text).words():
+        words += _WORD.findall(w)
+    return list(dict.fromkeys(stem(w) for w in words if w))
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text.lower())}
+
+
+def _link_label(m: re.Match[str]) -> str:
+    if m.group(1):
+        return ""  # an embed shows its content, which is not in this text
+    target, _, alias = m.group(2).partition("|")
+    if alias.strip():
+        return alias.strip()
+    path, _, anchor = target.partition("#")
+    name = path.rstrip("\\").strip().rsplit("/", 1)[-1]
+    anchor = anchor.strip()
+    if anchor and not anchor.startswith("^"):
+        return f"{name} > {anchor}" if name else anchor
+    return name
+
+
+def display_text(text: str) -> str:
+    """Markdown as Obsidian displays it, as far as quoting cares: links become their labels."""
+    return _WIKILINK.sub(_link_label, text)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of one line of prose; no split after an abbreviation ("e.g.", "Dr.", "J.")."""
+    out: list[str] = []
+    for piece in _SENT_END.split(text.strip()):
+        if out and _ABBREV.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        elif piece:
+            out.append(piece)
+    return out
+
+
+def passages(text: str) -> list[str]:
+    """Quotable units of a Markdown section (see the module docstring), in order."""
+    out: list[str] = []
+    fenced = False
+    for raw in display_text(text).splitlines():
+        line = raw.strip()
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced or not line or line.startswith("#") or re.fullmatch(r"[-*_=|:\s]{3,}", line):
+            continue
+        line = _BLOCK_ID.sub("", _QUOTE.sub("", line)).strip()
+        if line.startswith("|") or _LIST.match(line):
+            units = [_LIST.sub("", line).strip()]
+        else:
+            units = split_sentences(line)
+        for unit in units:
+            unit = unit.strip()
+            if len(_WORD.findall(unit)) >= MIN_WORDS:
+                out.append(unit)
+    return out
+
+
+def clip(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:
+    """At most ``limit`` characters, cut at a word boundary and marked with " …"."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return cut + " …"
+
+
+@dataclass(frozen=True)
+class Passage:
+    text: str
+    item: int  # index of the context item it came from
+    index: int  # position within that item
+    score: float
+    matched: tuple[str, ...]
+    coverage: float = 0.0  # weighted share of the query's terms in the passage or its label
+
+
+def rank_passages(
+    query: str, items: list[tuple[str, str]], *, extra: str = "", extra_weight: float = 0.5
+) -> list[Passage]:
+    """Passages of ``items`` ((label, text) pairs; the label is the item's heading and note path) that
+    bear on ``query``, best first. ``extra`` (the overall goal) adds its terms at ``extra_weight``.
+
+    Each term weighs ``weight x idf`` (idf over all passages). A passage scores the weighted share of
+    the query's terms it contains, plus ``LABEL_SHARE`` x the share found only in its label (a list item
+    "7.4 Gbps" under "Dual-Link" is about what its heading says), plus ``TOPIC_BONUS`` x the share found
+    in its label at all (the note is about the subject), plus ``NUMBER_BONUS`` when the query
+    asks for a quantity (how many / how much / which port ...) and the passage holds a number, plus
+    ``DEFINITION_BONUS`` when the query asks "what is X?" and the passage says "X is ..." or "this is X",
+    plus up
+    to ``RANK_BONUS`` for items the retrieval ranked first. A passage must contain, or sit under a label
+    containing, at least one term of ``query`` itself. Ties keep item order, then passage order."""
+    q_terms = terms(query)
+    weights = dict.fromkeys(q_terms, 1.0)
+    for t in terms(extra):
+        weights.setdefault(t, extra_weight)
+    if not weights:
+        return []
+    units = [(i, j, p, _stems(p)) for i, (_, text) in enumerate(items) for j, p in enumerate(passages(text))]
+    if not units:
+        return []
+    n = len(units)
+    idf = {t: math.log(1 + n / (1 + sum(1 for u in units if t in u[3]))) + 0.1 for t in weights}
+    total = sum(weights[t] * idf[t] for t in weights)
+    labels = [_stems(label) for label, _ in items]
+    wants_number = bool(_QUANTITY.search(query))
+    defines = _definition_pattern(query)
+    ranked: list[Passage] = []
+    for i, j, text, stems in units:
+        own = [t for t in weights if t in stems]
+        inherited = [t for t in weights if t in labels[i] and t not in stems]
+        if q_terms and not any(t in q_terms for t in own + inherited):
+            continue  # only goal words, or nothing: not about this subtask
+        if not own and not inherited:
+            continue
+        score = sum(weights[t] * idf[t] for t in own) / total
+        coverage = score + sum(weights[t] * idf[t] for t in inherited) / total
+        score += LABEL_SHARE * sum(weights[t] * idf[t] for t in inherited) / total
+        score += TOPIC_BONUS * sum(weights[t] * idf[t] for t in weights if t in labels[i]) / total
+        if wants_number and _DIGIT.search(text):
+            score += NUMBER_BONUS
+        if defines is not None and defines.search(" ".join(_WORD.findall(text.lower()))):
+            score += DEFINITION_BONUS
+        score += RANK_BONUS * (1 - i / len(items))
+        ranked.append(Passage(text, i, j, round(score, 6), tuple(own + inherited), round(coverage, 6)))
+    ranked.sort(key=lambda p: (-p.score, p.item, p.index))
+    return ranked
+
+
+def _definition_pattern(query: str) -> re.Pattern[str] | None:
+    """For "what is X?": a pattern for passages that define X ("X is ...", "this is X")."""
+    m = _DEFINE.match(query)
+    if not m:
+        return None
+    subject = " ".join(_WORD.findall(m.group(1).lower()))
+    if not subject:
+        return None
+    s = re.escape(subject)
+    return re.compile(rf"\b{s} (?:is|are|was|were|means|refers)\b|\b(?:this|that|it) is (?:an? |the )?{s}\b")
+
+
+def norm_key(text: str) -> str:
+    """A passage's identity for de-duplication: its words, lower-cased."""
+    return " ".join(_WORD.findall(text.lower()))

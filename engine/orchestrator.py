@@ -1,0 +1,404 @@
+"""One run, top to bottom: open the vaults, choose a strategy, decide whether to decompose, run the DAG
+(retrieve -> answer -> verify at the leaves, synthesize at the parents), then write the cited report.
+
+Everything a run does is an event in ``events.jsonl``; every model call goes through ``_call``, which
+checks the budget before and charges the provider's reported usage after. A failing node fails alone:
+its parent synthesizes what its other children found, and the report lists the failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from . import citations as cite
+from . import strategies
+from .budget import Envelope, InProcessLedger, Ledger, child_envelopes
+from .config import RunConfig
+from .dag import Node, NodeStatus
+from .errors import ShadError
+from .history import History, new_run_id
+from .llm import LLMRequest, LLMResponse, Provider, ProviderError, Recorder, Tier, default_provider_name
+from .llm import get as get_provider
+from .prompts import render
+from .report import finish_run
+from .retrieval import DirectSearchRetriever, RetrievalResult, Retriever
+from .run import Run, RunStatus
+from .scheduler import AdaptiveLimiter
+from .synthesis import detect_conflicts, render_conflicts
+from .vault import VaultSet
+
+__all__ = ["BudgetExhausted", "Orchestrator"]
+
+EventSink = Callable[[dict[str, Any]], None]
+MIN_CALL_TOKENS = 200  # below this, a call cannot do useful work: the budget counts as spent
+
+
+class BudgetExhausted(ShadError):
+    """The run's token budget or wall time is used up."""
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        provider: Provider | None = None,
+        ledger: Ledger | None = None,
+        retriever: Retriever | None = None,
+        on_event: EventSink | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self.ledger = ledger or InProcessLedger()
+        self._provider = provider
+        self._retriever = retriever
+        self.on_event = on_event
+        self.run_id = run_id or new_run_id()
+        self.llm = AdaptiveLimiter(
+            min(config.max_llm, config.max_parallel), adaptive=config.concurrency_mode == "adaptive"
+        )
+        self.local = asyncio.Semaphore(config.max_parallel)
+        self.stop_reason: str | None = None
+        self.started = time.monotonic()
+        self.envelopes: dict[str, Envelope] = {}
+
+    # --- the run -------------------------------------------------------------------------------------
+
+    async def execute(self, resume: Run | None = None) -> Run:
+        """Run the goal; with ``resume``, continue that run in its own history: finished nodes are kept,
+        everything else (and every parent above it) runs again within what is left of the budget."""
+        if resume is None:
+            history = History.create(self.run_id, self.config.vaults[0], self.config.history_dir)
+        else:
+            history, self.run_id = resume.history, resume.id
+        provider = self._provider or get_provider(self.config.provider or default_provider_name())
+        self.provider = Recorder(provider)
+        self.run = run = Run(self.run_id, self.config, history, provider_name=self.provider.name)
+        run.status = RunStatus.RUNNING
+        history.write_json("run.manifest.json", run.manifest())
+        spent_before = int(resume.summary.get("metrics", {}).get("total_tokens", 0)) if resume else 0
+        self.ledger.open(self.run_id, self.config.budgets.max_tokens - spent_before)
+        if resume is None:
+            self.event("RUN_STARTED", goal=self.config.goal, provider=self.provider.name)
+        try:
+            self.vaults = await asyncio.to_thread(self._open_vaults)
+            self.retriever = self._retriever or DirectSearchRetriever(
+                self.vaults, include_history=self.config.include_history
+            )
+            if resume is not None and len(resume.dag):
+                self._adopt(resume)
+            else:
+                await self._plan()
+            await self._run_dag()
+        except asyncio.CancelledError:
+            self.stop_reason = "interrupted"
+            self._prune_unstarted("run interrupted")
+            await asyncio.shield(asyncio.to_thread(finish_run, self))
+            raise
+        except Exception as exc:  # a run always ends with a report, whatever broke
+            run.failures.append(_failure("run", "run", exc))
+            self.event("RUN_ERROR", error=type(exc).__name__, message=str(exc))
+        await asyncio.to_thread(finish_run, self)
+        await self.provider.aclose()
+        return run
+
+    def _adopt(self, previous: Run) -> None:
+        """Take over a stopped run's DAG: keep what finished well, reset the rest and their parents."""
+        dag, self.run.dag = previous.dag, previous.dag
+        self.run.strategy = previous.strategy
+        redo = {n.id for n in dag if not n.status.ok}
+        for node_id in list(redo):
+            parent = dag.node(node_id).parent
+            while parent is not None:
+                redo.add(parent)
+                parent = dag.node(parent).parent
+        for node_id in redo:
+            node = dag.node(node_id)
+            node.status, node.answer, node.error, node.note = NodeStatus.CREATED, "", None, ""
+            node.started_at = node.finished_at = None
+        root = dag.root()
+        total = self.ledger.remaining(self.run_id)
+        self.envelopes[root.id] = (Envelope.for_parent if dag.children(root.id) else Envelope.for_leaf)(total)
+        self.event("RUN_RESUMED", kept=len(dag) - len(redo), rerun=sorted(redo), budget_left=total)
+
+    def _open_vaults(self) -> VaultSet:
+        vaults = VaultSet(list(self.config.vaults))
+        for v in vaults:
+            v.refresh()
+        return vaults
+
+    # --- planning ------------------------------------------------------------------------------------
+
+    async def _plan(self) -> None:
+        goal, budgets, dag = self.config.goal, self.config.budgets, self.run.dag
+        decision = strategies.choose_strategy(goal, self.config.strategy)
+        self.run.strategy = decision.strategy
+        self.run.history.write_json("decisions/strategy.json", decision.to_dict())
+        self.event("STRATEGY_CHOSEN", **decision.to_dict())
+        decompose, reason = strategies.needs_decomposition(goal)
+        if budgets.max_depth < 2 or budgets.max_nodes < 2:
+            decompose, reason = False, "the budget allows a single node only (max_depth or max_nodes is 1)"
+        self.run.history.write_json(
+            "decisions/decomposition.json", {"decompose": decompose, "reason": reason}
+        )
+        self.event("DECOMPOSITION_DECIDED", decompose=decompose, reason=reason)
+        root = dag.add(Node("root", goal, "goal", 0, note=reason))
+        self.envelopes[root.id] = (Envelope.for_parent if decompose else Envelope.for_leaf)(
+            budgets.max_tokens
+        )
+        self.event("NODE_CREATED", node=root.id, task=goal, stage="goal")
+        if decompose:
+            await self._decompose(root, decision.strategy)
+
+    async def _decompose(self, parent: Node, strategy: str) -> None:
+        budgets = self.config.budgets
+        skeleton = strategies.get(strategy)
+        room = min(budgets.max_branching, budgets.max_nodes - len(self.run.dag))
+        inputs = {
+            "goal": parent.task,
+            "strategy": strategy,
+            "stages": skeleton.stage_dicts(),
+            "max_children": room,
+        }
+        stages = "\n".join(
+            f"- {s['name']}{' (required)' if s['required'] else ''}: {s['description']}"
+            for s in skeleton.stage_dicts()
+        )
+        request = LLMRequest(
+            "decompose",
+            Tier.ORCHESTRATOR,
+            render("decompose", goal=parent.task, strategy=strategy, max_children=room, stages=stages),
+            system=render("system"),
+            inputs=inputs,
+            expect_json=True,
+            max_tokens=1500,
+            node_id=parent.id,
+        )
+        data: Any = None
+        try:
+            data = (await self._call(parent, request)).data
+        except ProviderError as exc:  # the model's plan is unusable: the skeleton's own plan stands in
+            self.run.failures.append(_failure(parent.id, "decompose", exc, fallback="skeleton plan"))
+        plan = strategies.validate_plan(
+            data, skeleton, max_nodes=room, max_branching=budgets.max_branching, goal=parent.task
+        )
+        self.run.history.write_json(f"decisions/plan-{parent.id}.json", plan.to_dict())
+        self.event("PLAN_VALIDATED", node=parent.id, nodes=len(plan.nodes), problems=plan.problems)
+        ids = {p["id"]: f"{parent.id}.{p['id']}" if parent.id != "root" else p["id"] for p in plan.nodes}
+        shares = child_envelopes(self.envelopes[parent.id], len(plan.nodes))
+        for p, share in zip(plan.nodes, shares):
+            node = self.run.dag.add(
+                Node(
+                    ids[p["id"]],
+                    p["task"],
+                    p["stage"],
+                    parent.depth + 1,
+                    parent=parent.id,
+                    hard_deps=[ids[d] for d in p.get("depends_on", []) if d in ids],
+                    soft_deps=[ids[d] for d in p.get("soft_depends_on", []) if d in ids],
+                )
+            )
+            self.envelopes[node.id] = Envelope.for_leaf(share)
+            self.event("NODE_CREATED", node=node.id, task=node.task, stage=node.stage, parent=parent.id)
+
+    # --- the DAG -------------------------------------------------------------------------------------
+
+    async def _run_dag(self) -> None:
+        dag, running = self.run.dag, set[asyncio.Task[None]]()
+        while True:
+            self._check_clock()
+            for node in dag.ready():
+                if self.stop_reason and not dag.children(node.id):
+                    self._prune(node, self.stop_reason)
+                    continue
+                node.status = NodeStatus.STARTED
+                running.add(asyncio.create_task(self._run_node(node), name=node.id))
+            if not running:
+                if not dag.ready():
+                    return
+                continue
+            done, running = await asyncio.wait(running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # node errors are caught inside; anything else is a bug and should surface
+
+    async def _run_node(self, node: Node) -> None:
+        node.started_at = time.time()
+        self.event("NODE_STARTED", node=node.id, task=node.task)
+        phase = "synthesize" if self.run.dag.children(node.id) else "retrieve"
+        try:
+            if phase == "synthesize":
+                await self._synthesize(node)
+            else:
+                await self._answer_leaf(node)
+            node.status = NodeStatus.SUCCEEDED
+        except BudgetExhausted as exc:
+            self.stop_reason = exc.message
+            self._prune(node, exc.message)
+            return
+        except Exception as exc:  # one node failing must not end the run
+            node.status = NodeStatus.FAILED
+            node.error = _failure(node.id, getattr(exc, "phase", phase), exc)
+            self.run.failures.append(node.error)
+            self.run.history.write_json(f"errors/{node.id}.json", node.error)
+        node.finished_at = time.time()
+        node.packet = {"summary": node.answer[:400], "keywords": node.retrieval.get("queries", [])}
+        self.run.history.append("metrics/nodes.jsonl", self.run.node_metrics(node))
+        self.event(
+            f"NODE_{node.status.value}",
+            node=node.id,
+            tokens=node.tokens,
+            duration_ms=node.duration_ms,
+            error=(node.error or {}).get("message"),
+        )
+
+    async def _answer_leaf(self, node: Node) -> None:
+        async with self.local:
+            result: RetrievalResult = await self.retriever.retrieve(node.task, self.config.goal, node.id)
+        node.retrieval = {**result.to_dict(), "context": [c.to_dict() for c in result.context]}
+        self.event("NODE_RETRIEVED", node=node.id, items=len(result.context), score=result.retrieval_score)
+        if not result.context:
+            node.answer = "The vault holds nothing relevant to this subtask."
+            node.note = "no relevant notes found; no model call made"
+            return
+        packets = [
+            self.run.dag.node(d).packet | {"node_id": d}
+            for d in node.soft_deps + node.hard_deps
+            if d in self.run.dag and self.run.dag.node(d).status.ok
+        ]
+        context = "\n\n".join(f"{c.text}\n{c.citation}" for c in result.context)
+        notes = "\n".join(f"- from {p['node_id']}: {p['summary']}" for p in packets)
+        request = LLMRequest(
+            "answer",
+            _tier(node),
+            render(
+                "answer",
+                goal=self.config.goal,
+                task=node.task,
+                context=context,
+                packets=f"\nFindings of related subtasks:\n{notes}\n" if notes else "",
+            ),
+            system=render("system"),
+            node_id=node.id,
+            max_tokens=900,
+            inputs={
+                "task": node.task,
+                "goal": self.config.goal,
+                "packets": packets,
+                "context": [c.to_dict() for c in result.context],
+            },
+        )
+        node.answer = (await self._call(node, request)).text.strip()
+        self._verify(node)
+
+    async def _synthesize(self, node: Node) -> None:
+        children = [c for c in self.run.dag.children(node.id) if c.status.ok and c.answer]
+        if not children:
+            raise ShadError("every subtask failed or was pruned: nothing to synthesize")
+        items = [
+            {"node_id": c.id, "task": c.task, "answer": c.answer, "citations": c.citations} for c in children
+        ]
+        text = "\n\n".join(f"## {c['task']}\n{c['answer']}" for c in items)
+        request = LLMRequest(
+            "synthesize",
+            Tier.ORCHESTRATOR if node.depth == 0 else Tier.WORKER,
+            render("synthesize", goal=self.config.goal, task=node.task, children=text),
+            system=render("system"),
+            inputs={"goal": self.config.goal, "task": node.task, "children": items},
+            node_id=node.id,
+            max_tokens=1800,
+        )
+        node.answer = (await self._call(node, request, synthesis=True)).text.strip()
+        conflicts = detect_conflicts(items)
+        if conflicts:
+            node.answer += "\n\n" + render_conflicts(conflicts)
+            self.event("CONFLICTS_FOUND", node=node.id, count=len(conflicts))
+        self._verify(node)
+
+    def _verify(self, node: Node) -> None:
+        """Every citation must resolve in the vaults; unresolved ones are flagged in the answer."""
+        resolved = cite.resolve_citations(cite.extract_citations(node.answer), self.vaults)
+        node.citations, unresolved = cite.summarize(resolved)
+        if unresolved:
+            node.answer = cite.flag_unresolved(node.answer, resolved)
+            self.event("CITATIONS_UNRESOLVED", node=node.id, count=len(unresolved))
+
+    # --- model calls and budgets ---------------------------------------------------------------------
+
+    async def _call(self, node: Node, request: LLMRequest, *, synthesis: bool = False) -> LLMResponse:
+        remaining = self.ledger.remaining(self.run_id)
+        reserve = 0 if synthesis else self.envelopes.get("root", Envelope(0, 0)).reserve
+        if remaining - reserve < MIN_CALL_TOKENS:
+            raise BudgetExhausted(
+                f"token budget exhausted ({self.ledger.spent(self.run_id)} tokens spent)",
+                hint="raise --max-tokens",
+            )
+        self._check_clock(raise_=not synthesis)
+        request.max_tokens = max(MIN_CALL_TOKENS, min(request.max_tokens, remaining - reserve))
+        request.model = request.model or self.config.models.get(request.tier.value)
+        async with self.llm.slot():
+            try:
+                response = await self.provider.complete(request)
+            except ProviderError as exc:
+                if exc.kind == "rate_limit":
+                    await self.llm.rate_limited()
+                self.ledger.charge(self.run_id, int(getattr(exc, "tokens", 0) or 0))
+                raise
+        await self.llm.succeeded()
+        self.ledger.charge(self.run_id, response.total_tokens)
+        node.tokens += response.total_tokens
+        node.llm_calls += 1 + response.retries
+        self.run.llm_calls += 1 + response.retries
+        self.event(
+            "LLM_CALL",
+            node=node.id,
+            purpose=request.purpose,
+            provider=response.provider,
+            model=response.model,
+            tokens=response.total_tokens,
+            retries=response.retries,
+            latency_ms=round(response.latency_ms, 1),
+        )
+        return response
+
+    def _check_clock(self, raise_: bool = False) -> None:
+        if time.monotonic() - self.started > self.config.budgets.max_wall_time and not self.stop_reason:
+            self.stop_reason = f"wall time limit reached ({self.config.budgets.max_wall_time:g} s)"
+            self.event("BUDGET_EXHAUSTED", reason=self.stop_reason)
+        if raise_ and self.stop_reason:
+            raise BudgetExhausted(self.stop_reason, hint="raise --max-time")
+
+    def _prune(self, node: Node, reason: str) -> None:
+        node.status, node.note, node.finished_at = NodeStatus.PRUNED, reason, time.time()
+        self.event("NODE_PRUNED", node=node.id, reason=reason)
+
+    def _prune_unstarted(self, reason: str) -> None:
+        for node in self.run.dag:
+            if not node.status.finished:
+                self._prune(node, reason)
+
+    def event(self, kind: str, **data: Any) -> None:
+        record = {"ts": round(time.time(), 3), "run_id": self.run_id, "type": kind, **data}
+        self.run.events.append(record)
+        self.run.history.append("events.jsonl", record)
+        if self.on_event is not None:
+            self.on_event(record)
+
+
+def _tier(node: Node) -> Tier:
+    """Degrade by depth: the root answers with the worker tier, deeper nodes with the leaf tier."""
+    return Tier.WORKER if node.depth <= 1 else Tier.LEAF
+
+
+def _failure(node_id: str, phase: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
+    return {
+        "node_id": node_id,
+        "phase": phase,
+        "error_class": type(exc).__name__,
+        "message": getattr(exc, "message", None) or str(exc),
+        "trace": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=4))[-2000:],
+        **extra,
+    }

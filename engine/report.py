@@ -1,0 +1,184 @@
+"""The end of a run: its status, the cited report (a vault note), ``final.summary.json`` and the rest of
+the history (``dag.json``, metrics, the replay manifest), all written atomically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from . import citations as cite
+from .dag import Node, NodeStatus
+from .run import Run, RunStatus
+
+if TYPE_CHECKING:
+    from .orchestrator import Orchestrator
+
+__all__ = ["finish_run", "render_report", "resume_command"]
+
+
+def resume_command(run: Run) -> str:
+    return f"shad resume {run.id}"
+
+
+def _status(run: Run) -> RunStatus:
+    nodes = list(run.dag)
+    if not nodes:
+        return RunStatus.FAILED
+    root = run.dag.root()
+    others_ok = all(n.status.ok for n in nodes if n.id != root.id)
+    if root.status.ok:
+        return RunStatus.SUCCESS if others_ok and not run.failures else RunStatus.PARTIAL
+    if any(n.status.ok and n.answer for n in nodes):
+        return RunStatus.PARTIAL  # the root could not synthesize, but subtasks found things
+    return RunStatus.FAILED
+
+
+def _missing_branches(run: Run) -> list[dict[str, Any]]:
+    return [
+        {
+            "node_id": n.id,
+            "task": n.task,
+            "status": n.status.value,
+            "reason": n.note or (n.error or {}).get("message", ""),
+        }
+        for n in run.dag
+        if not n.status.ok
+    ]
+
+
+def _body(run: Run) -> str:
+    """The root's answer; if the root has none, what its subtasks found, each under its task."""
+    root = run.dag.root() if len(run.dag) else None
+    if root is not None and root.status.ok and root.answer:
+        return root.answer
+    found = [n for n in run.dag if n.status.ok and n.answer and n is not root]
+    if not found:
+        return "The run produced no answer; see Failures below."
+    return "\n\n".join(f"### {n.task}\n\n{n.answer}" for n in found)
+
+
+def render_report(
+    run: Run,
+    body: str,
+    unresolved: list[dict[str, Any]],
+    missing: list[dict[str, Any]],
+    tokens: int,
+    seconds: float,
+) -> str:
+    front = {
+        "type": "report",
+        "run_id": run.id,
+        "status": run.status.value,
+        "goal": run.config.goal,
+        "strategy": run.strategy,
+        "provider": run.provider_name,
+        "tokens": tokens,
+        "wall_time_s": round(seconds, 2),
+        "created": dt.datetime.fromtimestamp(run.started_at).isoformat(timespec="seconds"),
+        "tags": ["shad/report"],
+    }
+    parts = [
+        "---",
+        yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip(),
+        "---",
+        "",
+        f"# {run.config.goal}",
+        "",
+        body.strip(),
+        "",
+    ]
+    if run.provider_name == "offline":
+        parts += [
+            "> [!note] Written by Shad's offline provider: no language model was used. The answer is",
+            "> extracted from the vault passages it cites.",
+            "",
+        ]
+    if unresolved:
+        parts += ["## Unresolved citations", ""]
+        parts += [f"- `{u['raw']}` ({u['reason']})" for u in unresolved]
+        parts.append("")
+    if missing:
+        parts += ["## Missing branches", ""]
+        parts += [f"- `{m['node_id']}` {m['task']} — {m['status']}: {m['reason']}" for m in missing]
+        parts.append("")
+    if run.failures:
+        parts += ["## Failures", ""]
+        for f in run.failures:
+            parts += [f"### `{f['node_id']}` — {f['phase']}: {f['error_class']}", "", f["message"], ""]
+            if f.get("trace"):
+                parts += ["```text", f["trace"].rstrip(), "```", ""]
+    if run.status is not RunStatus.SUCCESS:
+        parts += [f"To continue this run: `{resume_command(run)}`", ""]
+    return "\n".join(parts)
+
+
+def finish_run(orch: Orchestrator) -> None:
+    run = orch.run
+    for node in run.dag:
+        if not node.status.finished:  # started but never finished: the run stopped around it
+            node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or "not finished"
+    run.status = _status(run)
+    run.finished_at = time.time()
+    seconds = run.finished_at - run.started_at
+    tokens = orch.ledger.spent(run.id)
+    body = _body(run)
+    resolved = (
+        cite.resolve_citations(cite.extract_citations(body), orch.vaults) if hasattr(orch, "vaults") else []
+    )
+    citations, _ = cite.summarize(resolved)
+    unresolved = [
+        {"raw": r.raw, "vault": r.vault, "path": r.path, "heading": r.heading, "reason": r.reason}
+        for r in resolved
+        if not r.resolved
+    ]
+    if unresolved:
+        body = cite.flag_unresolved(body, resolved)
+    missing = _missing_branches(run)
+    run.report = render_report(run, body, unresolved, missing, tokens, seconds)
+    executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
+    metrics = {
+        "total_tokens": tokens,
+        "llm_calls": run.llm_calls,
+        "nodes_total": len(run.dag),
+        "nodes_executed": len(executed),
+        "cache_hits": sum(1 for n in run.dag if n.status is NodeStatus.CACHE_HIT),
+        "duration_ms": round(seconds * 1000, 1),
+        "llm_in_flight_peak": orch.llm.peak,
+        "llm_backoffs": orch.llm.backoffs,
+    }
+    run.summary = {
+        "run_id": run.id,
+        "status": run.status.value,
+        "goal": run.config.goal,
+        "strategy": run.strategy,
+        "provider": run.provider_name,
+        "report_path": run.report_path,
+        "history_dir": str(run.history.dir),
+        "citations": citations,
+        "unresolved_citations": unresolved,
+        "metrics": metrics,
+        "missing_branches": missing,
+        "stop_reason": orch.stop_reason,
+        "resume_command": resume_command(run) if run.status is not RunStatus.SUCCESS else None,
+        "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
+    }
+    h = run.history
+    h.write_json("dag.json", run.dag.to_json())
+    h.write_json("metrics/summary.json", {**metrics, "nodes": run.metrics})
+    h.write_text("final.report.md", run.report)
+    h.write_json("final.summary.json", run.summary)
+    recorder = getattr(orch, "provider", None)
+    if recorder is not None and hasattr(recorder, "write"):
+        recorder.write(h.dir / "replay" / "manifest.json")
+    manifest = run.manifest() | {"status": run.status.value, "finished": run.finished_at}
+    h.write_json("run.manifest.json", manifest)
+    orch.event("RUN_FINISHED", status=run.status.value, tokens=tokens, duration_ms=metrics["duration_ms"])
+
+
+def node_line(node: Node) -> str:
+    """One line for a node in trees and logs."""
+    extra = f" {node.tokens} tok" if node.tokens else ""
+    return f"{node.id} [{node.status.value}] {node.task[:70]}{extra}"

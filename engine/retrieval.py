@@ -1,0 +1,162 @@
+"""Retrieval: what a node learns from the vaults before it answers.
+
+``Retriever`` is the interface the orchestrator calls; the Code Mode sandbox (model-written scripts)
+plugs in behind it. ``DirectSearchRetriever`` searches the vaults directly and hands over whole sections
+(the heading a hit falls under), each with its full-path citation. The engine scores every retrieval
+itself (``retrieval_score``), independent of anything a script claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from .citations import make_citation
+from .history import HISTORY_FOLDER
+from .vault import Hit, Note, VaultSet
+from .vault._query import parse_query, stem
+
+__all__ = ["ContextItem", "DirectSearchRetriever", "RetrievalResult", "Retriever", "retrieval_score"]
+
+SECTION_CHARS = 1200
+
+
+@dataclass
+class ContextItem:
+    vault: str
+    path: str
+    heading: str | None
+    text: str
+    citation: str
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RetrievalResult:
+    context: list[ContextItem]
+    queries: list[str]
+    method: str  # "direct" | "codemode"
+    signals: dict[str, Any] = field(default_factory=dict)
+    confidence: float = 0.0
+    why: str = ""
+    retrieval_score: float = 0.0
+
+    @property
+    def citations(self) -> list[dict[str, Any]]:
+        return [{"vault": c.vault, "path": c.path, "heading": c.heading} for c in self.context]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["citations"] = self.citations
+        return data
+
+
+class Retriever(Protocol):
+    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult: ...
+
+
+def citation_link(vault_id: str, path: str, heading: str | None, multi_vault: bool) -> str:
+    """``[[Folder/Note#Heading]]``: the full path without ``.md``; ``vault:`` first when several vaults."""
+    return make_citation(vault_id, path, heading, multi_vault)
+
+
+def _section(note: Note, heading: str | None, snippet: str) -> str:
+    """The text under ``heading`` (up to the next heading of the same or a higher level)."""
+    body = note.body
+    start, end = 0, len(body)
+    if heading:
+        for i, h in enumerate(note.headings):
+            if h.text == heading:
+                start = h.offset
+                later = [x for x in note.headings[i + 1 :] if x.level <= h.level]
+                end = later[0].offset if later else len(body)
+                break
+    text = body[start:end].strip()
+    if len(text) <= SECTION_CHARS:
+        return text
+    # A long section: keep the window around the snippet the search found.
+    probe = snippet.strip("…").strip()[:60]
+    at = text.find(probe) if probe else -1
+    at = max(0, at - SECTION_CHARS // 3) if at >= 0 else 0
+    return text[at : at + SECTION_CHARS].strip()
+
+
+def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[str, Any]]:
+    """How well the context covers the task, in [0, 1]: keyword overlap, coverage of items, diversity of
+    notes, minus a penalty for boilerplate (near-empty or repeated passages)."""
+    words = {stem(w) for w in parse_query(task).words()}
+    if not items or not words:
+        return 0.0, {"keyword_overlap": 0.0, "coverage": 0.0, "diversity": 0.0, "boilerplate": 0.0}
+    texts = [c.text.lower() for c in items]
+    found = {w for w in words if any(re.search(r"\b" + re.escape(w), t) for t in texts)}
+    overlap = len(found) / len(words)
+    coverage = sum(1 for t in texts if any(re.search(r"\b" + re.escape(w), t) for w in words)) / len(items)
+    diversity = len({(c.vault, c.path) for c in items}) / len(items)
+    boilerplate = sum(1 for t in texts if len(t) < 80) / len(items)
+    boilerplate += (len(texts) - len(set(texts))) / len(items)
+    score = 0.5 * overlap + 0.25 * coverage + 0.25 * diversity - 0.3 * min(1.0, boilerplate)
+    signals = {
+        "keyword_overlap": round(overlap, 3),
+        "coverage": round(coverage, 3),
+        "diversity": round(diversity, 3),
+        "boilerplate": round(boilerplate, 3),
+        "num_items": len(items),
+        "total_chars": sum(len(t) for t in texts),
+    }
+    return round(max(0.0, min(1.0, score)), 3), signals
+
+
+class DirectSearchRetriever:
+    """Search the vaults for the task and return the sections the best hits fall under."""
+
+    def __init__(self, vaults: VaultSet, *, include_history: bool = False, limit: int = 6) -> None:
+        self.vaults = vaults
+        self.limit = limit
+        self.exclude = () if include_history else (HISTORY_FOLDER,)
+
+    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
+        return await asyncio.to_thread(self._retrieve, task, goal)
+
+    def _retrieve(self, task: str, goal: str) -> RetrievalResult:
+        queries = [task]
+        hits = self._search(task)
+        if len(hits) < 2 and goal and goal != task:
+            queries.append(goal)  # a stage task ("gather sources") says little on its own
+            seen = {(h.vault, h.path) for h in hits}
+            hits += [h for h in self._search(f"{goal} {task}") if (h.vault, h.path) not in seen]
+        multi = len(self.vaults) > 1
+        items: list[ContextItem] = []
+        notes: dict[tuple[str, str], Note] = {}
+        for hit in hits[: self.limit]:
+            key = (hit.vault, hit.path)
+            if key not in notes:
+                try:
+                    notes[key] = self.vaults.get(hit.vault).read_note(hit.path)
+                except Exception:  # a note deleted or unreadable since indexing: skip it
+                    continue
+            text = _section(notes[key], hit.heading, hit.snippet)
+            items.append(
+                ContextItem(
+                    hit.vault,
+                    hit.path,
+                    hit.heading,
+                    text,
+                    citation_link(hit.vault, hit.path, hit.heading, multi),
+                    hit.score,
+                )
+            )
+        score, signals = retrieval_score(task, items)
+        why = (
+            f"{len(items)} section(s) from {len({(c.vault, c.path) for c in items})} note(s) for {queries!r}"
+        )
+        return RetrievalResult(
+            items, queries, "direct", signals, confidence=score, why=why, retrieval_score=score
+        )
+
+    def _search(self, query: str) -> list[Hit]:
+        return self.vaults.search(query, limit=self.limit, exclude=self.exclude)

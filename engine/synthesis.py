@@ -1,0 +1,211 @@
+"""Bottom-up synthesis helpers (E8): find where children disagree, and keep both sides with attribution.
+
+A *decision slot* is one thing a child states a value for. Two kinds are read from each child's answer
+(citations and Markdown emphasis removed first), one statement (a line, or a sentence of a line) at a
+time:
+
+- ``key: value`` lines: a key of at most four words (not a generic label such as "Note" or "Example")
+  and a value of at most eight words. Slot: the key's stemmed words.
+- numbers with a unit: ``20–25 %``, ``94 °C``, ``1:16``, ``3.7 Gbps``, ``7 days``. Slot: the last
+  content word before the number in the same clause (its stem) plus the unit. Bare numbers without a
+  unit, and years, are ignored.
+
+A child's first value for a slot is its value. When two or more children give a slot different values,
+that is a ``Conflict``: every side is kept with its child's task, node id, the statement and its
+citations. This is deliberately simple and errs towards missing a conflict rather than inventing one:
+the same quantity worded differently ("rest" vs "resting time") is not matched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .citations import make_citation
+from .vault._query import STOP_WORDS, stem
+
+__all__ = ["MAX_CONFLICTS", "Conflict", "ConflictSide", "detect_conflicts", "render_conflicts"]
+
+MAX_CONFLICTS = 10
+GENERIC_KEYS = frozenset(
+    "note notes example examples tip tips warning see source sources citation citations summary answer "
+    "question task subtask step result results conclusion caveat important update edit todo why how what "
+    "pros cons recipe setup".split()
+)
+UNITS = frozenset(
+    "% °c °f ºc c f g kg mg ml l cl oz lb s sec secs second seconds min mins minute minutes h hr hrs hour "
+    "hours day days week weeks month months year years ppm bar psi mm cm m km µm micron microns gbps mbps "
+    "kbps ghz mhz khz hz gb mb kb tb v w kw mah fps bits bit bytes byte px dpi rpm cups cup times x".split()
+)
+_CITE = re.compile(r"\[\[[^\[\]\n]+?\]\]")
+_KEY_VALUE = re.compile(r"^(?:\*\*|__)?([A-Za-z][\w /()'-]{0,40}?)(?:\*\*|__)?\s*:\s+(\S.{0,120})$")
+_NUM = r"\d+(?:[.,]\d+)?"
+_QUANTITY = re.compile(
+    rf"(?<![\w.:/-])(?P<value>\d+:\d+(?::\d+)?|{_NUM}(?:\s*(?:–|—|-|to)\s*{_NUM})?)"
+    r"(?P<unit>\s*(?:°\s*[cf]\b|º\s*c\b|%|[a-zµ]+\b))?",
+    re.I,
+)
+_CLAUSE_BREAK = re.compile(r"[,;:()]|\bbut\b|\band\b|\bwhile\b|\bwhereas\b", re.I)
+_WORD = re.compile(r"[^\W\d_]+", re.U)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\[A-Z0-9])|(?<=\]\])\s+(?=[A-Z0-9])")
+
+
+@dataclass
+class ConflictSide:
+    node_id: str
+    task: str
+    value: str
+    statement: str
+    citations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Conflict:
+    slot: str  # what the children disagree on, readable ("rest (days)", "brew ratio")
+    kind: str  # "key_value" | "number"
+    sides: list[ConflictSide]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _field(child: Any, name: str) -> Any:
+    return child.get(name) if isinstance(child, dict) else getattr(child, name, None)
+
+
+def _norm_value(value: str) -> str:
+    value = value.replace("—", "-").replace("–", "-").replace(" to ", "-").replace(",", ".")
+    value = re.sub(r"\s*-\s*", "-", value)
+    value = re.sub(r"\d+\.\d+", lambda m: format(float(m.group(0)), "g"), value)  # 20.0 == 20
+    return " ".join(value.lower().strip(" .;:!*_`\"'").split())
+
+
+def _statements(answer: str) -> list[tuple[str, list[str]]]:
+    """(statement without citations or emphasis, its citations) for each line or sentence. A citation
+    belongs to the sentence it follows; a sentence without one takes the next citation on its line."""
+    out: list[tuple[str, list[str]]] = []
+    for raw in answer.splitlines():
+        line = re.sub(r"^\s*(?:[-*+>]|\d+[.)])\s+", "", raw).strip()
+        if not line or line.startswith("#"):
+            continue
+        pieces: list[list[Any]] = []  # [text, citations]
+        for piece in _SENTENCE.split(line):
+            lead = re.match(r"^((?:\[\[[^\[\]\n]+?\]\]\s*)+)", piece)
+            if lead and pieces:
+                pieces[-1][1] += _CITE.findall(lead.group(1))
+                piece = piece[lead.end() :]
+            if piece.strip():
+                pieces.append([piece, _CITE.findall(piece)])
+        for k, (piece, cites) in enumerate(pieces):
+            if not cites:
+                cites = next((later[1] for later in pieces[k + 1 :] if later[1]), [])
+            text = " ".join(_CITE.sub(" ", piece).split()).replace("**", "").replace("__", "")
+            if text:
+                out.append((text, list(dict.fromkeys(cites))))
+    return out
+
+
+def _key_value(statement: str) -> tuple[str, str, str] | None:
+    m = _KEY_VALUE.match(statement)
+    if not m:
+        return None
+    key, value = m.group(1).strip(), m.group(2).strip()
+    words = _WORD.findall(key.lower())
+    if not words or len(words) > 4 or len(value.split()) > 8 or " ".join(words) in GENERIC_KEYS:
+        return None
+    slot = " ".join(stem(w) for w in words if w not in STOP_WORDS) or " ".join(words)
+    return f"kv:{slot}", key.lower(), _norm_value(value)
+
+
+def _numbers(statement: str) -> list[tuple[str, str, str]]:
+    """(slot, readable slot, value) for each number-with-unit in the statement."""
+    out = []
+    last_end = 0
+    for m in _QUANTITY.finditer(statement):
+        value, unit = m.group("value"), (m.group("unit") or "").strip().lower().replace(" ", "")
+        start, end = m.start(), m.end()
+        before = statement[last_end:start]
+        last_end = end
+        if ":" in value:
+            unit = "ratio"
+        elif unit not in UNITS:
+            continue
+        if re.fullmatch(r"(?:19|20)\d\d", value) and not unit:
+            continue
+        clause = _CLAUSE_BREAK.split(before)[-1]
+        subject = [w for w in _WORD.findall(clause.lower()) if w not in STOP_WORDS and len(w) > 1]
+        if not subject:
+            continue
+        unit = {"°c": "°C", "ºc": "°C", "°f": "°F"}.get(unit, unit)
+        out.append((f"num:{stem(subject[-1])}:{unit}", f"{subject[-1]} ({unit})", _norm_value(value)))
+    return out
+
+
+def _child_citations(child: Any) -> list[str]:
+    out = []
+    for c in _field(child, "citations") or ():
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, dict) and isinstance(c.get("path"), str):
+            out.append(
+                make_citation(str(c.get("vault") or ""), c["path"], c.get("heading"), block=c.get("block"))
+            )
+    return out
+
+
+def detect_conflicts(children: list[Any]) -> list[Conflict]:
+    """Decision slots that different children fill with different values (see the module docstring).
+    ``children``: dicts or objects with ``node_id`` (or ``id``), ``task``, ``answer``, ``citations``."""
+    slots: dict[str, dict[str, Any]] = {}
+    for child in children:
+        answer = _field(child, "answer")
+        if not isinstance(answer, str) or not answer.strip():
+            continue
+        node_id = str(_field(child, "node_id") or _field(child, "id") or "?")
+        task = " ".join(str(_field(child, "task") or "").split())
+        fallback = _child_citations(child)
+        seen_here: set[str] = set()
+        for statement, cites in _statements(answer):
+            facts = []
+            kv = _key_value(statement)
+            if kv:
+                facts.append((*kv, "key_value"))
+            facts += [(*n, "number") for n in _numbers(statement)]
+            for slot, label, value, kind in facts:
+                if slot in seen_here or not value:
+                    continue
+                seen_here.add(slot)
+                entry = slots.setdefault(slot, {"label": label, "kind": kind, "sides": []})
+                entry["sides"].append(ConflictSide(node_id, task, value, statement, cites or fallback[:3]))
+    conflicts = []
+    for slot in sorted(slots):
+        entry = slots[slot]
+        sides: list[ConflictSide] = entry["sides"]
+        if len({s.value for s in sides}) < 2 or len({s.node_id for s in sides}) < 2:
+            continue
+        if len({s.statement for s in sides}) < 2:
+            continue
+        conflicts.append(Conflict(entry["label"], entry["kind"], sides))
+    return conflicts[:MAX_CONFLICTS]
+
+
+def render_conflicts(conflicts: list[Conflict]) -> str:
+    """A Markdown section keeping every side with its subtask, node id, statement and citations."""
+    if not conflicts:
+        return ""
+    lines = [
+        "### Conflicting findings",
+        "",
+        "The subtasks state different values for the same thing. Every side is kept, with the subtask that "
+        "said it and its sources; check the cited notes before relying on either.",
+        "",
+    ]
+    for c in conflicts:
+        lines.append(f"**{c.slot}**")
+        lines.append("")
+        for s in c.sides:
+            cites = " ".join(s.citations) if s.citations else "(no citation)"
+            lines.append(f"- {s.value} — from “{s.task}” (`{s.node_id}`): “{s.statement}” {cites}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,329 @@
+"""``DirectSearchRetriever`` over the demo vault: whole sections with full-path citations, earlier runs'
+reports kept out unless asked for, the goal as a fallback query, and the engine's own retrieval score."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.retrieval import (
+    SECTION_CHARS,
+    ContextItem,
+    DirectSearchRetriever,
+    RetrievalResult,
+    Retriever,
+    _section,
+    citation_link,
+    retrieval_score,
+)
+from engine.vault import VaultSet, parse_note
+
+DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
+SIGNALS = {"keyword_overlap", "coverage", "diversity", "boilerplate", "num_items", "total_chars"}
+REPORT_WORD = "quorblefrotz"
+FAKE_REPORT = f"""---
+type: report
+run_id: x
+---
+
+# Report on first crack
+
+## Answer
+
+First crack {REPORT_WORD} happens at 196 °C, according to an earlier run of Shad. {REPORT_WORD} first crack.
+"""
+
+
+@pytest.fixture(autouse=True)
+def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("shad_home")
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def demo() -> Iterator[VaultSet]:
+    """The demo vault, read in place (nothing here writes into it; the index lives in SHAD_HOME)."""
+    vaults = VaultSet([DEMO])
+    yield vaults
+    vaults.close()
+
+
+@pytest.fixture
+def with_report(tmp_path: Path) -> Iterator[VaultSet]:
+    """A copy of the demo vault holding an earlier run's report under Shad/History/Runs/x/."""
+    root = tmp_path / "coffee"
+    shutil.copytree(DEMO, root, symlinks=True)
+    report = root / "Shad" / "History" / "Runs" / "x" / "final.report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text(FAKE_REPORT, encoding="utf-8")
+    vaults = VaultSet([root])
+    yield vaults
+    vaults.close()
+
+
+def _retrieve(vaults: VaultSet, task: str, goal: str = "", **kwargs: object) -> RetrievalResult:
+    retriever = DirectSearchRetriever(vaults, **kwargs)  # type: ignore[arg-type]
+    return asyncio.run(retriever.retrieve(task, goal or task, "n1"))
+
+
+# --- sections and citations --------------------------------------------------------------------------------
+
+
+def test_the_direct_retriever_fits_the_retriever_interface(demo: VaultSet) -> None:
+    retriever: Retriever = DirectSearchRetriever(demo)
+    result = asyncio.run(retriever.retrieve("first crack temperature", "roasting", "n1"))
+    assert isinstance(result, RetrievalResult)
+    assert result.method == "direct"
+
+
+def test_a_roasting_question_finds_the_first_crack_note(demo: VaultSet) -> None:
+    result = _retrieve(demo, "When does first crack happen during a roast?")
+    assert result.context
+    paths = [c.path for c in result.context]
+    assert "Roasting/First crack.md" in paths
+    item = next(c for c in result.context if c.path == "Roasting/First crack.md")
+    assert item.vault == demo.ids[0]
+    assert item.citation.startswith("[[Roasting/First crack")
+    assert "first crack" in item.text.lower()
+
+
+def test_every_citation_is_a_full_path_wikilink_without_md_or_vault_prefix(demo: VaultSet) -> None:
+    result = _retrieve(demo, "water hardness calcium magnesium alkalinity")
+    assert len(result.context) >= 2
+    for item in result.context:
+        expected = "[[" + item.path[: -len(".md")] + (f"#{item.heading}" if item.heading else "") + "]]"
+        assert item.citation == expected
+        assert "/" in item.citation  # the folder is part of the link
+        assert ".md" not in item.citation
+        assert ":" not in item.citation.split("#")[0]  # no vault prefix with a single vault
+
+
+def test_the_context_is_the_section_under_the_hits_heading(demo: VaultSet) -> None:
+    result = _retrieve(demo, "Calcium and magnesium ions help extraction; Epsom salt hardness")
+    item = next(c for c in result.context if c.path == "Water/Water chemistry.md")
+    assert item.heading
+    assert item.citation == f"[[Water/Water chemistry#{item.heading}]]"
+    note = demo.read_note("Water/Water chemistry.md")
+    heading = next(h for h in note.headings if h.text == item.heading)
+    assert item.text.startswith("#" * heading.level + " " + item.heading)
+    # the section runs up to the next heading of the same or a higher level, and no further
+    later = [h for h in note.headings if h.offset > heading.offset and h.level <= heading.level]
+    if later:
+        assert "#" * later[0].level + " " + later[0].text not in item.text
+
+
+def test_a_section_keeps_its_subsections_and_stops_at_the_next_sibling() -> None:
+    vaults = VaultSet([DEMO])
+    try:
+        note = vaults.read_note("Water/Water chemistry.md")
+        text = _section(note, "Hardness", "")
+        assert text.startswith("## Hardness")
+        assert "### Calcium and magnesium" in text  # a subsection belongs to it
+        assert "### Too soft, too hard" in text
+        assert "## Alkalinity" not in text  # the next section of the same level does not
+        assert "SCA recommends total hardness around 50–175 ppm" in text
+        assert "capacity to neutralise acid" not in text
+    finally:
+        vaults.close()
+
+
+def test_a_long_section_is_cut_around_the_snippet() -> None:
+    filler = "Filler sentence about nothing in particular. " * 80
+    body = f"# Long\n\n## Part\n\n{filler}The needle sentence mentions zymurgy clearly. {filler}\n"
+    note = parse_note("Long.md", body.encode())
+    text = _section(note, "Part", "…The needle sentence mentions zymurgy…")
+    assert len(text) <= SECTION_CHARS
+    assert "zymurgy" in text
+
+
+def test_citation_link_shapes() -> None:
+    assert citation_link("coffee", "Roasting/First crack.md", None, False) == "[[Roasting/First crack]]"
+    assert (
+        citation_link("coffee", "Water/Water chemistry.md", "Hardness", False)
+        == "[[Water/Water chemistry#Hardness]]"
+    )
+    assert citation_link("coffee", "Water/Water chemistry.md", "Hardness", True) == (
+        "[[coffee:Water/Water chemistry#Hardness]]"
+    )
+    assert citation_link("v", "Top.md", None, True) == "[[v:Top]]"
+
+
+def test_with_several_vaults_citations_carry_the_vault_id(tmp_path: Path) -> None:
+    coffee = tmp_path / "coffee"
+    shutil.copytree(DEMO, coffee, symlinks=True)
+    extra = tmp_path / "extra"
+    (extra / "Tea").mkdir(parents=True)
+    (extra / "Tea" / "Green tea.md").write_text(
+        "# Green tea\n\n## Brewing\n\nBrew green tea with water at 80 °C; boiling water makes it bitter. "
+        "Water hardness matters for tea as well.\n",
+        encoding="utf-8",
+    )
+    for name in ("Oolong", "Black tea", "Matcha", "Rooibos", "Chai"):  # a tiny vault has no usable IDF
+        (extra / "Tea" / f"{name}.md").write_text(f"# {name}\n\nNotes on {name.lower()} leaves.\n")
+    vaults = VaultSet([coffee, extra])
+    try:
+        result = _retrieve(vaults, "water temperature hardness for brewing tea and coffee")
+        assert {c.vault for c in result.context} == {"coffee", "extra"}
+        for item in result.context:
+            assert item.citation.startswith(f"[[{item.vault}:")
+            assert item.citation == citation_link(item.vault, item.path, item.heading, True)
+        assert "[[extra:Tea/Green tea#Brewing]]" in [c.citation for c in result.context]
+    finally:
+        vaults.close()
+
+
+def test_citations_property_lists_vault_path_and_heading(demo: VaultSet) -> None:
+    result = _retrieve(demo, "first crack")
+    assert result.citations == [
+        {"vault": c.vault, "path": c.path, "heading": c.heading} for c in result.context
+    ]
+    data = result.to_dict()
+    assert data["citations"] == result.citations
+    assert data["method"] == "direct"
+    assert len(data["context"]) == len(result.context)
+
+
+def test_the_limit_caps_the_number_of_sections(demo: VaultSet) -> None:
+    result = _retrieve(demo, "coffee water roast grind espresso", limit=3)
+    assert 1 <= len(result.context) <= 3
+
+
+# --- history stays out unless asked ------------------------------------------------------------------------
+
+
+def test_earlier_run_reports_are_never_returned_by_default(with_report: VaultSet) -> None:
+    for task in (REPORT_WORD, f"first crack {REPORT_WORD}", "report on first crack 196 °C"):
+        result = _retrieve(with_report, task)
+        assert not any(c.path.startswith("Shad/") for c in result.context), result.why
+        assert all(REPORT_WORD not in c.text for c in result.context)
+
+
+def test_the_goal_fallback_does_not_let_history_in_either(with_report: VaultSet) -> None:
+    result = _retrieve(with_report, "xyzzyplugh", goal=f"{REPORT_WORD} first crack")
+    assert not any(c.path.startswith("Shad/") for c in result.context)
+
+
+def test_include_history_returns_earlier_run_reports(with_report: VaultSet) -> None:
+    result = _retrieve(with_report, REPORT_WORD, include_history=True)
+    paths = [c.path for c in result.context]
+    assert "Shad/History/Runs/x/final.report.md" in paths
+    item = next(c for c in result.context if c.path.startswith("Shad/"))
+    assert REPORT_WORD in item.text
+    assert item.citation.startswith("[[Shad/History/Runs/x/final.report")
+
+
+# --- the goal as a fallback query --------------------------------------------------------------------------
+
+
+def test_a_task_that_finds_little_falls_back_to_goal_and_task(demo: VaultSet) -> None:
+    goal = "When does first crack happen during a roast?"
+    result = _retrieve(demo, "xyzzyplugh", goal=goal)
+    assert result.queries == ["xyzzyplugh", goal]
+    assert result.context  # found through the goal
+    assert "Roasting/First crack.md" in [c.path for c in result.context]
+
+
+def test_a_task_that_finds_enough_does_not_use_the_goal(demo: VaultSet) -> None:
+    result = _retrieve(demo, "first crack roasting temperature", goal="Something about water hardness")
+    assert result.queries == ["first crack roasting temperature"]
+    assert not any(c.path.startswith("Water/") for c in result.context)
+
+
+def test_no_fallback_when_the_goal_is_the_task(demo: VaultSet) -> None:
+    result = _retrieve(demo, "xyzzyplugh", goal="xyzzyplugh")
+    assert result.queries == ["xyzzyplugh"]
+    assert result.context == []
+    assert result.retrieval_score == 0.0
+
+
+def test_the_fallback_does_not_repeat_a_note_already_found(demo: VaultSet) -> None:
+    result = _retrieve(demo, "xyzzyplugh", goal="first crack")
+    keys = [(c.vault, c.path, c.heading) for c in result.context]
+    assert len(keys) == len(set(keys))
+
+
+# --- the engine's own score --------------------------------------------------------------------------------
+
+
+def _item(path: str, text: str) -> ContextItem:
+    return ContextItem("v", path, None, text, f"[[{path[:-3]}]]")
+
+
+def test_retrieval_score_is_higher_for_relevant_context_than_for_junk() -> None:
+    task = "At what temperature does first crack happen when roasting coffee?"
+    relevant = [
+        _item(
+            "Roasting/First crack.md",
+            "First crack happens around 196 °C bean temperature when roasting "
+            "coffee; the beans pop audibly as steam and gas pressure fracture them.",
+        ),
+        _item(
+            "Roasting/Roasting stages.md",
+            "Roasting stages: drying, Maillard, first crack at about 196 °C, "
+            "development, then optionally second crack for dark coffee.",
+        ),
+    ]
+    junk = [
+        _item("Misc/Lorem.md", "Lorem ipsum"),
+        _item("Misc/Lorem.md", "Lorem ipsum"),
+        _item("Misc/Other.md", "Nothing to see here at all."),
+    ]
+    good, good_signals = retrieval_score(task, relevant)
+    bad, bad_signals = retrieval_score(task, junk)
+    assert 0.0 <= bad < good <= 1.0
+    assert good >= 0.6
+    assert bad <= 0.2
+    assert good_signals["keyword_overlap"] > bad_signals["keyword_overlap"]
+    assert bad_signals["boilerplate"] > good_signals["boilerplate"]
+
+
+def test_repeated_passages_and_a_single_note_lower_the_score() -> None:
+    task = "first crack temperature"
+    text = "First crack happens at around 196 °C; the temperature depends on the probe and the beans used."
+    varied = [_item("A.md", text), _item("B.md", text + " Dense beans crack later.")]
+    repeated = [_item("A.md", text), _item("A.md", text)]
+    score_varied, sv = retrieval_score(task, varied)
+    score_repeated, sr = retrieval_score(task, repeated)
+    assert score_repeated < score_varied
+    assert sr["diversity"] < sv["diversity"]
+
+
+def test_retrieval_score_of_nothing_is_zero() -> None:
+    score, signals = retrieval_score("first crack", [])
+    assert score == 0.0
+    assert signals["keyword_overlap"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "task", ["first crack", "water", "How do I dial in espresso?", "xyzzyplugh", "the and of", "ünïcödé ☕"]
+)
+def test_retrieval_score_is_always_within_zero_and_one(demo: VaultSet, task: str) -> None:
+    result = _retrieve(demo, task)
+    assert 0.0 <= result.retrieval_score <= 1.0
+    assert result.confidence == result.retrieval_score
+    for items in ([], result.context, result.context * 3):
+        score, _ = retrieval_score(task, items)
+        assert 0.0 <= score <= 1.0
+
+
+def test_a_result_carries_its_signals_queries_and_reason(demo: VaultSet) -> None:
+    result = _retrieve(demo, "When does first crack happen during a roast?")
+    assert set(result.signals) >= SIGNALS
+    assert result.signals["num_items"] == len(result.context)
+    assert result.signals["total_chars"] == sum(len(c.text) for c in result.context)
+    assert 0.0 <= result.signals["keyword_overlap"] <= 1.0
+    assert result.retrieval_score > 0.5
+    assert re.search(r"\d+ section\(s\) from \d+ note\(s\)", result.why)
+    assert result.queries == ["When does first crack happen during a roast?"]
+
+
+def test_relevant_retrieval_outscores_an_unrelated_task_end_to_end(demo: VaultSet) -> None:
+    good = _retrieve(demo, "first crack roasting temperature")
+    off = _retrieve(demo, "quantum chromodynamics gluon confinement lattice")
+    assert good.retrieval_score > off.retrieval_score

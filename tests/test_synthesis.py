@@ -1,0 +1,137 @@
+"""Synthesis helpers (E8): conflicting children are detected and both sides kept with attribution."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.synthesis import Conflict, detect_conflicts, render_conflicts
+
+
+@pytest.fixture(autouse=True)
+def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "shad-home"))
+
+
+def child(node_id: str, task: str, answer: str, citations: list[Any] | None = None) -> dict[str, Any]:
+    return {"node_id": node_id, "task": task, "answer": answer, "citations": citations or []}
+
+
+def by_slot(conflicts: list[Conflict]) -> dict[str, Conflict]:
+    return {c.slot: c for c in conflicts}
+
+
+def test_numbers_with_different_values_conflict() -> None:
+    children = [
+        child("filter", "What DTR suits filter roasts?",
+              "- A DTR of 20–25 % is a common target. [[Roasting/Development time#^dtr-rule]]"),
+        child("espresso", "What DTR suits espresso?",
+              "A DTR of 15 % works for my espresso. [[Journal/2026-03-14 Roast log]]"),
+    ]  # fmt: skip
+    conflicts = detect_conflicts(children)
+    assert list(by_slot(conflicts)) == ["dtr (%)"]
+    (c,) = conflicts
+    assert c.kind == "number"
+    assert [(s.node_id, s.value) for s in c.sides] == [("filter", "20-25"), ("espresso", "15")]
+    assert c.sides[0].citations == ["[[Roasting/Development time#^dtr-rule]]"]
+    assert c.sides[1].statement == "A DTR of 15 % works for my espresso."
+
+
+def test_key_value_slots_conflict() -> None:
+    children = [
+        child("a", "Brew ratio for pour-over", "- Brew ratio: 1:16 [[Reference/Brew ratios]]"),
+        child("b", "Brew ratio for French press", "**Brew ratio**: 1:12 [[Brewing/French press]]"),
+    ]
+    (c,) = detect_conflicts(children)
+    assert (c.slot, c.kind) == ("brew ratio", "key_value")
+    assert {s.value for s in c.sides} == {"1:16", "1:12"}
+
+
+def test_agreement_and_unrelated_facts_are_not_conflicts() -> None:
+    children = [
+        child("a", "t1", "Water at 94 °C is ideal. [[Brewing/Pour-over]]\nDTR of 20.0 % here. [[X/Y]]"),
+        child("b", "t2", "Use water at 94°C for pour-over. [[Brewing/Pour-over]]\nA DTR of 20 % [[X/Z]]"),
+        child("c", "t3", "Grind 18 g of coffee. [[Brewing/Espresso]]\nRoasted in 2024 [[J/1]]"),
+        child("d", "t4", "Note: something\nExample: 1 thing\nSee: the other note"),
+    ]
+    assert detect_conflicts(children) == []
+
+
+def test_same_child_never_conflicts_with_itself() -> None:
+    text = "- A DTR of 20 % is typical. [[A/B]]\n- A DTR of 25 % for espresso. [[A/C]]"
+    assert detect_conflicts([child("a", "t", text)]) == []
+
+
+def test_citation_attribution_per_sentence() -> None:
+    children = [
+        child(
+            "a",
+            "t1",
+            "A DTR of 20 % is right. [[Roasting/Development time]] Rest 3 days first. [[Roasting/Resting]]",
+        ),
+        child("b", "t2", "Rest 7 days first. A DTR of 25 % is right. [[Roasting/Troubleshooting]]"),
+    ]
+    slots = by_slot(detect_conflicts(children))
+    assert set(slots) == {"dtr (%)", "rest (days)"}
+    a_rest = next(s for s in slots["rest (days)"].sides if s.node_id == "a")
+    assert a_rest.citations == ["[[Roasting/Resting]]"]
+    b_rest = next(s for s in slots["rest (days)"].sides if s.node_id == "b")
+    assert b_rest.citations == ["[[Roasting/Troubleshooting]]"]  # the next citation on its line
+
+
+def test_child_citations_used_when_a_statement_has_none() -> None:
+    cites = [{"vault": "demo", "path": "Reference/Brew ratios.md", "heading": "Filter", "resolved": True}]
+    children = [
+        child("a", "t1", "Brew ratio: 1:16", cites),
+        child("b", "t2", "Brew ratio: 1:15", ["[[Brewing/Pour-over]]"]),
+    ]
+    (c,) = detect_conflicts(children)
+    assert c.sides[0].citations == ["[[Reference/Brew ratios#Filter]]"]
+    assert c.sides[1].citations == ["[[Brewing/Pour-over]]"]
+
+
+@dataclass
+class _NodeLike:
+    id: str
+    task: str
+    answer: str
+    citations: list[Any] = field(default_factory=list)
+
+
+def test_objects_and_garbage_are_accepted() -> None:
+    children: list[Any] = [
+        _NodeLike("n1", "t1", "Brew at 94 °C. [[A/B]]"),
+        _NodeLike("n2", "t2", "Brew at 90 °C. [[A/C]]"),
+        child("n3", "t3", ""),
+        {"node_id": "n4"},
+        {"answer": None},
+    ]
+    (c,) = detect_conflicts(children)
+    assert [s.node_id for s in c.sides] == ["n1", "n2"]
+    assert detect_conflicts([]) == []
+
+
+def test_render_keeps_both_sides_with_attribution() -> None:
+    children = [
+        child(
+            "filter",
+            "What DTR suits filter roasts?",
+            "A DTR of 20–25 % is a common target. [[Roasting/Development time#^dtr-rule]]",
+        ),
+        child(
+            "espresso", "What DTR suits espresso?", "A DTR of 15 % works. [[Journal/2026-03-14 Roast log]]"
+        ),
+    ]
+    conflicts = detect_conflicts(children)
+    text = render_conflicts(conflicts)
+    assert text.startswith("### Conflicting findings")
+    for ch in children:
+        assert ch["task"] in text and f"`{ch['node_id']}`" in text
+    assert "[[Roasting/Development time#^dtr-rule]]" in text and "[[Journal/2026-03-14 Roast log]]" in text
+    assert "20-25" in text and "15" in text
+    assert render_conflicts([]) == ""
+    assert json.loads(json.dumps([c.to_dict() for c in conflicts]))[0]["slot"] == "dtr (%)"
