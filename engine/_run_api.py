@@ -31,17 +31,20 @@ async def arun(
     goal_or_config: str | RunConfig,
     vaults: str | Sequence[str] | None = None,
     *,
-    provider: Provider | None = None,
+    provider: Provider | str | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     **options: Any,
 ) -> Run:
     """Run a goal over one or more vaults and return the finished ``Run``.
 
-    ``options`` are ``RunConfig`` fields (strategy, provider name, models, ...) and budget fields
-    (max_depth, max_nodes, max_tokens, max_wall_time, ...).
+    ``provider`` is a provider name ("offline", "anthropic", ...) or a provider object. ``options`` are
+    ``RunConfig`` fields (strategy, models, history_dir, ...) and budget fields (max_depth, max_nodes,
+    max_tokens, max_wall_time, ...).
     """
     from .orchestrator import Orchestrator
 
+    if isinstance(provider, str):
+        options["provider"], provider = provider, None
     config = _config(goal_or_config, vaults, dict(options))
     return await Orchestrator(config, provider=provider, on_event=on_event).execute()
 

@@ -7,12 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 from engine.codemode import Sandbox, SandboxError, SandboxResult, bwrap_status
 from engine.vault import Vault, VaultSet
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEMO_VAULT = REPO_ROOT / "example_notebooks" / "vault"
+DEMO_VAULT = DEMO  # a pristine copy: the real demo vault may hold run history
 ISOLATIONS = ["bubblewrap", "subprocess"]
 
 

@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEMO_VAULT = REPO_ROOT / "example_notebooks" / "vault"
+DEMO_VAULT = DEMO  # a pristine copy: the real demo vault may hold run history
 SHARED_VAULTS = REPO_ROOT.parent / "shared" / "vaults"
 
 MakeVault = Callable[..., Path]
@@ -37,7 +38,7 @@ def make_vault(tmp_path: Path) -> MakeVault:
 
 @pytest.fixture
 def demo_vault() -> Path:
-    """The demo vault shipped in ``example_notebooks/vault`` (read it; do not write into it)."""
+    """A pristine copy of the demo vault (``tests/_demo.py``); read it, do not write into it."""
     assert DEMO_VAULT.is_dir(), f"demo vault missing at {DEMO_VAULT}"
     return DEMO_VAULT
 

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _demo import DEMO
 
 from engine import cli as cli_mod
 from engine.vault import Vault
-
-DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
 
 
 @pytest.fixture(scope="module")

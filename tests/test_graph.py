@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 from engine.vault._graph import LinkGraph, Resolver
 from engine.vault._parse import parse_note
@@ -395,7 +396,7 @@ def test_notes_without_links_column() -> None:
 
 @pytest.fixture(scope="module")
 def demo_graph() -> LinkGraph:
-    root = Path(__file__).resolve().parent.parent / "example_notebooks" / "vault"
+    root = DEMO
     return LinkGraph.build(rows_for(root))
 
 

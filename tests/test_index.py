@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _demo import DEMO
 
 import engine.vault._index as index_mod
 from engine import Vault
 from engine.errors import IndexUnavailableError
 from engine.vault import IndexStats, VaultIndex, shad_home
 from engine.vault._search import SearchFilters, search_index
-
-DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
 
 
 @pytest.fixture(autouse=True)

@@ -7,11 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 from engine import Vault, VaultSet
 from engine.errors import NoteNotFoundError, UsageError, VaultNotFoundError
-
-DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
 
 
 @pytest.fixture(autouse=True)

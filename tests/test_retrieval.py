@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 from engine.retrieval import (
     SECTION_CHARS,
@@ -23,7 +24,6 @@ from engine.retrieval import (
 )
 from engine.vault import VaultSet, parse_note
 
-DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
 SIGNALS = {"keyword_overlap", "coverage", "diversity", "boilerplate", "num_items", "total_chars"}
 REPORT_WORD = "quorblefrotz"
 FAKE_REPORT = f"""---

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 from engine import Vault
 from engine.errors import PathOutsideVaultError, UsageError
 from engine.vault._query import stem
 
-DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
 FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt. " * 3
 
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _demo import DEMO
 
 from engine import Vault
 from engine.errors import (
@@ -17,7 +18,6 @@ from engine.errors import (
     VaultNotFoundError,
 )
 
-DEMO = Path(__file__).resolve().parents[1] / "example_notebooks" / "vault"
 HIDDEN = {".obsidian", ".trash", ".git"}
 
 
