@@ -98,6 +98,16 @@ def render_tree(dag: Dag, title: str = "run") -> Tree:
 @click.option("--model", "models", multiple=True, metavar="TIER=ID", help="Model id for a tier (repeatable).")
 @click.option("--history-dir", help="Where to keep the run's history (default: <vault>/Shad/History/Runs).")
 @click.option("--include-history", is_flag=True, help="Let retrieval cite earlier runs' reports.")
+@click.option(
+    "--no-code-mode", is_flag=True, help="Search directly instead of model-written retrieval scripts."
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["strict", "local", "extended"]),
+    default="strict",
+    show_default=True,
+    help="Sandbox profile for retrieval scripts.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
 def run_cmd(
     goal: str,
@@ -114,11 +124,16 @@ def run_cmd(
     models: tuple[str, ...],
     history_dir: str | None,
     include_history: bool,
+    no_code_mode: bool,
+    profile: str,
     as_json: bool,
 ) -> int:
     """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
+    from . import strategies
     from .orchestrator import Orchestrator
 
+    if strategy is not None:
+        strategies.get(strategy)  # an unknown name is a usage error (exit 2), before any run starts
     config = RunConfig(
         goal,
         vaults,
@@ -130,6 +145,8 @@ def run_cmd(
         concurrency_mode=concurrency_mode,
         history_dir=history_dir,
         include_history=include_history,
+        code_mode=not no_code_mode,
+        profile=profile,
         budgets=Budgets(
             max_depth=max_depth, max_nodes=max_nodes, max_wall_time=max_time, max_tokens=max_tokens
         ),

@@ -17,6 +17,8 @@ from typing import Any
 from . import citations as cite
 from . import strategies
 from .budget import Envelope, InProcessLedger, Ledger, child_envelopes
+from .codemode import Sandbox
+from .codemode_retriever import CodeModeRetriever
 from .config import RunConfig
 from .dag import Node, NodeStatus
 from .errors import ShadError
@@ -65,6 +67,7 @@ class Orchestrator:
         self.stop_reason: str | None = None
         self.started = time.monotonic()
         self.envelopes: dict[str, Envelope] = {}
+        self.sandbox: Sandbox | None = None
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -86,8 +89,10 @@ class Orchestrator:
             self.event("RUN_STARTED", goal=self.config.goal, provider=self.provider.name)
         try:
             self.vaults = await asyncio.to_thread(self._open_vaults)
-            self.retriever = self._retriever or DirectSearchRetriever(
-                self.vaults, include_history=self.config.include_history
+            self.retriever: Retriever = (
+                self._retriever
+                if self._retriever is not None
+                else await asyncio.to_thread(self._make_retriever)
             )
             if resume is not None and len(resume.dag):
                 self._adopt(resume)
@@ -98,12 +103,16 @@ class Orchestrator:
             self.stop_reason = "interrupted"
             self._prune_unstarted("run interrupted")
             await asyncio.shield(asyncio.to_thread(finish_run, self))
+            if self.sandbox is not None:
+                self.sandbox.close()
             raise
         except Exception as exc:  # a run always ends with a report, whatever broke
             run.failures.append(_failure("run", "run", exc))
             self.event("RUN_ERROR", error=type(exc).__name__, message=str(exc))
         await asyncio.to_thread(finish_run, self)
         await self.provider.aclose()
+        if self.sandbox is not None:
+            self.sandbox.close()
         return run
 
     def _adopt(self, previous: Run) -> None:
@@ -124,6 +133,31 @@ class Orchestrator:
         total = self.ledger.remaining(self.run_id)
         self.envelopes[root.id] = (Envelope.for_parent if dag.children(root.id) else Envelope.for_leaf)(total)
         self.event("RUN_RESUMED", kept=len(dag) - len(redo), rerun=sorted(redo), budget_left=total)
+
+    def _make_retriever(self) -> Retriever:
+        """Code Mode (model-written scripts in the sandbox) unless turned off or impossible here."""
+        direct = DirectSearchRetriever(self.vaults, include_history=self.config.include_history)
+        if not self.config.code_mode:
+            self.event("RETRIEVAL_MODE", mode="direct", reason="--no-code-mode")
+            return direct
+        try:
+            self.sandbox = Sandbox(self.vaults, profile=self.config.profile)
+        except ShadError as exc:
+            self.event("RETRIEVAL_MODE", mode="direct", reason=f"sandbox unavailable: {exc.message}")
+            return direct
+        self.event("RETRIEVAL_MODE", mode="codemode", isolation=self.sandbox.isolation)
+        return CodeModeRetriever(
+            self.vaults, self.sandbox, self._ask, self._record, include_history=self.config.include_history
+        )
+
+    async def _ask(self, node_id: str, request: LLMRequest) -> LLMResponse:
+        return await self._call(self.run.dag.node(node_id), request)
+
+    def _record(self, rel: str, data: Any) -> None:
+        if isinstance(data, str):
+            self.run.history.write_text(rel, data)
+        else:
+            self.run.history.write_json(rel, data)
 
     def _open_vaults(self) -> VaultSet:
         vaults = VaultSet(list(self.config.vaults))

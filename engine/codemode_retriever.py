@@ -1,0 +1,227 @@
+"""Retrieval with Code Mode (E6): the model writes a short script against the ``obsidian`` API, the
+sandbox runs it, and only its distilled result enters the context.
+
+The script's result is untrusted: each context item must name a note of the vaults and its text must
+occur in that note (fabricated passages are dropped and recorded); the engine scores the retrieval
+itself, whatever confidence the script claims. The recovery ladder (seed 000 §2.4.3): when the script
+fails or scores low, regenerate it once with hints (at most 5 regenerations per run), then fall back to
+a broadened direct search, merged with whatever the script did find. Every script, its result or error
+and its stats are kept in the run's history under ``artifacts/scripts/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .codemode import Sandbox, SandboxError
+from .history import HISTORY_FOLDER
+from .llm import LLMRequest, LLMResponse, Tier
+from .retrieval import ContextItem, DirectSearchRetriever, RetrievalResult, citation_link, retrieval_score
+from .vault import VaultSet
+
+__all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy"]
+
+API_DESCRIPTION = """\
+obsidian.search(query: str, limit: int = 10, path: str | None = None, type: str | None = None,
+                tags: list[str] | None = None, vault: str | None = None) -> list[dict]
+    hits: {vault, path, title, score, snippet, heading, type, tags}; plain questions work as queries
+obsidian.read_note(path: str, vault: str | None = None) -> dict
+    {path, title, frontmatter, body, tags, headings: [{level, text, offset}], links, hash}
+obsidian.list_notes(folder: str | None = None) -> list[str]
+obsidian.get_frontmatter(path) -> dict            obsidian.links(path) / obsidian.backlinks(path) -> list[str]
+obsidian.neighbors(path, depth=1) -> list[str]    obsidian.create_wikilink(path, heading=None) -> str
+obsidian.vaults() -> list[str]
+Allowed imports: json, re, datetime, collections, itertools, functools, math, hashlib, pathlib (pure), typing,
+dataclasses, enum, yaml (safe_load). No files, no network, no eval/exec/open, no _underscore attributes.
+Set __result__ = {"context": [{"vault", "path", "heading", "text", "citation"}], "citations": [...],
+                  "queries": [...], "signals": {...}, "confidence": 0.0-1.0, "why": "..."}
+Example:
+    hits = obsidian.search("first crack temperature", limit=5)
+    note = obsidian.read_note(hits[0]["path"], vault=hits[0]["vault"])
+    __result__ = {"context": [{"vault": hits[0]["vault"], "path": note["path"], "heading": hits[0]["heading"],
+                  "text": note["body"][:1200], "citation": obsidian.create_wikilink(note["path"])}],
+                  "citations": [], "queries": ["first crack temperature"], "signals": {},
+                  "confidence": 0.8, "why": "the note on first crack"}
+"""
+
+Ask = Callable[[str, LLMRequest], Awaitable[LLMResponse]]
+Record = Callable[[str, Any], None]
+MAX_ITEMS = 12
+MAX_ITEM_CHARS = 4000
+
+
+class RecoveryPolicy:
+    """Thresholds of seed 000 §2.4.3, and the per-run regeneration cap."""
+
+    low_score = 0.45
+    low_confidence = 0.5
+    min_citations = 2
+    regens_per_node = 1
+    regens_per_run = 5
+
+    def __init__(self) -> None:
+        self.regens_used = 0
+
+    def weak(self, result: RetrievalResult) -> str | None:
+        """Why a retrieval is not good enough, or None."""
+        if result.retrieval_score < self.low_score:
+            return f"retrieval score {result.retrieval_score:.2f} < {self.low_score}"
+        if result.confidence < self.low_confidence:
+            return f"the script's confidence {result.confidence:.2f} < {self.low_confidence}"
+        if len({(c.vault, c.path) for c in result.context}) < self.min_citations:
+            return f"fewer than {self.min_citations} notes cited"
+        return None
+
+
+class CodeModeRetriever:
+    def __init__(
+        self, vaults: VaultSet, sandbox: Sandbox, ask: Ask, record: Record, *, include_history: bool = False
+    ) -> None:
+        self.vaults = vaults
+        self.sandbox = sandbox
+        self.ask = ask
+        self.record = record
+        self.fallback = DirectSearchRetriever(vaults, include_history=include_history)
+        self.include_history = include_history
+        self.policy = RecoveryPolicy()
+
+    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
+        hints: list[str] = []
+        best: RetrievalResult | None = None
+        attempts = 1 + self.policy.regens_per_node
+        for attempt in range(1, attempts + 1):
+            result, problem = await self._attempt(task, goal, node_id, attempt, hints)
+            if result is not None and (best is None or result.retrieval_score > best.retrieval_score):
+                best = result
+            problem = problem or (self.policy.weak(result) if result is not None else "no result")
+            if problem is None:
+                return result  # type: ignore[return-value]
+            if attempt == attempts or self.policy.regens_used >= self.policy.regens_per_run:
+                break
+            self.policy.regens_used += 1
+            hints = [f"The previous script {problem}. Try other words for the task, or the goal: {goal}"]
+        # Tier B: a broadened direct search, merged with whatever the scripts found.
+        direct = await self.fallback.retrieve(
+            f"{goal} {task}" if goal and goal != task else task, goal, node_id
+        )
+        merged = _merge(best.context if best else [], direct.context)
+        score, signals = retrieval_score(task, merged)
+        added = len(direct.context)
+        why = f"code mode fell short ({problem}); broadened direct search added {added} section(s)"
+        queries = (best.queries if best else []) + direct.queries
+        return RetrievalResult(
+            merged, queries, "codemode+direct", signals, confidence=score, why=why, retrieval_score=score
+        )
+
+    async def _attempt(
+        self, task: str, goal: str, node_id: str, attempt: int, hints: list[str]
+    ) -> tuple[RetrievalResult | None, str | None]:
+        request = LLMRequest(
+            "script",
+            Tier.LEAF,
+            f"Write a Python retrieval script for this subtask.\nGoal: {goal}\nSubtask: {task}\n"
+            + (f"Hints: {' '.join(hints)}\n" if hints else "")
+            + f"\nThe obsidian API:\n{API_DESCRIPTION}\nReply with the script only.",
+            inputs={"task": task, "goal": goal, "api": API_DESCRIPTION, "hints": hints},
+            max_tokens=1200,
+            node_id=node_id,
+        )
+        script = _strip_fences((await self.ask(node_id, request)).text)
+        name = f"artifacts/scripts/{node_id}-{attempt}"
+        self.record(f"{name}.py", script)
+        try:
+            outcome = await asyncio.to_thread(self.sandbox.run, script)
+        except SandboxError as exc:
+            info = {
+                "error": {
+                    "kind": exc.kind,
+                    "type": getattr(exc, "type", type(exc).__name__),
+                    "message": exc.message,
+                },
+                "stats": getattr(exc, "stats", {}),
+            }
+            self.record(f"{name}.json", info)
+            return None, f"failed ({exc.kind}: {exc.message})"
+        result, dropped = self._validate(outcome.result, task)
+        self.record(
+            f"{name}.json",
+            {
+                "result": outcome.result,
+                "stdout": outcome.stdout[:20_000],
+                "stats": outcome.stats,
+                "dropped": dropped,
+                "retrieval_score": result.retrieval_score,
+            },
+        )
+        return result, None
+
+    def _validate(self, raw: Any, task: str) -> tuple[RetrievalResult, list[dict[str, Any]]]:
+        """Keep only context items that name a real note and quote it; the engine scores the rest."""
+        data = raw if isinstance(raw, dict) else {}
+        items_raw = data.get("context")
+        if isinstance(items_raw, str):
+            items_raw = [
+                {"text": items_raw, **c} for c in data.get("citations", [])[:1] if isinstance(c, dict)
+            ]
+        items: list[ContextItem] = []
+        dropped: list[dict[str, Any]] = []
+        multi = len(self.vaults) > 1
+        for item in items_raw if isinstance(items_raw, list) else []:
+            if len(items) >= MAX_ITEMS or not isinstance(item, dict):
+                continue
+            text = str(item.get("text", ""))[:MAX_ITEM_CHARS].strip()
+            vault_id, path = str(item.get("vault") or self.vaults.ids[0]), str(item.get("path", ""))
+            heading = item.get("heading") if isinstance(item.get("heading"), str) else None
+            reason = self._check(vault_id, path, text)
+            if reason:
+                dropped.append({"vault": vault_id, "path": path, "reason": reason})
+                continue
+            items.append(
+                ContextItem(vault_id, path, heading, text, citation_link(vault_id, path, heading, multi))
+            )
+        queries = [str(q) for q in data.get("queries", []) if isinstance(q, (str, int, float))][:10]
+        confidence = data.get("confidence")
+        confidence = float(confidence) if isinstance(confidence, (int, float)) else 0.0
+        score, signals = retrieval_score(task, items)  # against the task, not what the script says
+        signals["script_signals"] = data.get("signals") if isinstance(data.get("signals"), dict) else {}
+        return (
+            RetrievalResult(
+                items,
+                queries,
+                "codemode",
+                signals,
+                confidence=max(0.0, min(1.0, confidence)),
+                why=str(data.get("why", ""))[:500],
+                retrieval_score=score,
+            ),
+            dropped,
+        )
+
+    def _check(self, vault_id: str, path: str, text: str) -> str | None:
+        if not text:
+            return "empty text"
+        if not self.include_history and path.startswith(HISTORY_FOLDER + "/"):
+            return "run history is not cited unless asked (--include-history)"
+        try:
+            note = self.vaults.get(vault_id).read_note(path)
+        except Exception as exc:  # a name the script invented, or a path outside the vault
+            return f"not a note of the vaults ({type(exc).__name__})"
+        probe = _squash(text)[:200]
+        return None if probe and probe[:80] in _squash(note.body) else "text does not occur in the cited note"
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _strip_fences(text: str) -> str:
+    match = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
+    return match.group(1) if match else text
+
+
+def _merge(first: list[ContextItem], second: list[ContextItem]) -> list[ContextItem]:
+    seen = {(c.vault, c.path, c.heading) for c in first}
+    return first + [c for c in second if (c.vault, c.path, c.heading) not in seen]

@@ -1,0 +1,126 @@
+"""Retrieval with Code Mode inside a run: scripts in the sandbox, untrusted results, the recovery ladder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _demo import DEMO
+
+from engine import RunConfig
+from engine.llm import LLMRequest, LLMResponse
+from engine.llm.offline import OfflineProvider
+from engine.orchestrator import Orchestrator
+from engine.run import Run
+
+QUESTION = "How long should I rest beans after roasting?"
+
+
+@pytest.fixture(autouse=True)
+def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "vault"
+    shutil.copytree(DEMO, root)
+    yield root
+
+
+class ScriptedModel:
+    """The offline provider, except that retrieval scripts come from a list (one per request)."""
+
+    name = "scripted"
+
+    def __init__(self, scripts: list[str]) -> None:
+        self.scripts = list(scripts)
+        self.offline = OfflineProvider()
+        self.script_requests: list[LLMRequest] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        if request.purpose == "script":
+            self.script_requests.append(request)
+            text = self.scripts.pop(0) if self.scripts else "__result__ = {}"
+            return LLMResponse(text, "scripted", "scripted-model", input_tokens=10, output_tokens=10)
+        return await self.offline.complete(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _run(vault: Path, provider: Any, goal: str = QUESTION, **options: Any) -> Run:
+    import asyncio
+
+    config = RunConfig(goal, (str(vault),), **options)
+    return asyncio.run(Orchestrator(config, provider=provider).execute())
+
+
+def _artifacts(run: Run) -> dict[str, Any]:
+    folder = run.history.dir / "artifacts" / "scripts"
+    return {
+        p.name: (p.read_text() if p.suffix == ".py" else json.loads(p.read_text())) for p in folder.glob("*")
+    }
+
+
+def test_default_run_retrieves_with_scripts_in_the_sandbox(vault: Path) -> None:
+    run = _run(vault, OfflineProvider())
+    assert run.status.value == "SUCCESS"
+    modes = [e for e in run.events if e["type"] == "RETRIEVAL_MODE"]
+    assert modes and modes[0]["mode"] == "codemode"
+    files = _artifacts(run)
+    assert "root-1.py" in files and "obsidian.search" in files["root-1.py"]
+    assert files["root-1.json"]["stats"]["isolation"] in ("bubblewrap", "subprocess")
+    assert run.dag.root().retrieval["method"] == "codemode"
+    assert any("Roasting/Resting beans" in c["path"] for c in run.summary["citations"])
+
+
+def test_fabricated_context_is_dropped_and_the_ladder_falls_back(vault: Path) -> None:
+    forged = (
+        '__result__ = {"context": [{"vault": "vault", "path": "Roasting/Resting beans.md", "heading": None,'
+        ' "text": "Beans must rest exactly 90 days in a freezer.",'
+        ' "citation": "[[Roasting/Resting beans]]"}],'
+        ' "queries": ["rest"], "confidence": 1.0, "why": "trust me"}'
+    )
+    model = ScriptedModel([forged, forged])
+    run = _run(vault, model)
+    files = _artifacts(run)
+    assert files["root-1.json"]["dropped"][0]["reason"] == "text does not occur in the cited note"
+    assert len(model.script_requests) == 2  # one regeneration, with a hint saying what fell short
+    assert "previous script" in model.script_requests[1].inputs["hints"][0]
+    assert run.dag.root().retrieval["method"] == "codemode+direct"
+    assert "90 days" not in run.report
+
+
+def test_a_blocked_script_is_recorded_and_regenerated_once(vault: Path) -> None:
+    model = ScriptedModel(["data = open('/etc/passwd').read()\n__result__ = {'context': data}"])
+    run = _run(vault, model)
+    files = _artifacts(run)
+    assert files["root-1.json"]["error"]["kind"] == "blocked"
+    assert "root-2.py" in files  # the ladder regenerated once (here: an empty result)
+    assert run.status.value == "SUCCESS"  # then the broadened direct search answered
+    assert "root:x:0:0" not in run.report
+
+
+def test_regenerations_are_capped_per_run(vault: Path) -> None:
+    goal = (
+        "Compare pour-over and French press, explain water hardness, first crack, resting, "
+        "espresso ratios and grinders; list the sources for each."
+    )
+    model = ScriptedModel([])  # every script returns nothing useful
+    run = _run(vault, model, goal)
+    nodes = [n for n in run.dag if not run.dag.children(n.id)]
+    assert len(nodes) >= 4
+    assert len(model.script_requests) <= len(nodes) + 5  # one first try each, at most 5 retries in all
+
+
+def test_no_code_mode_searches_directly(vault: Path) -> None:
+    run = _run(vault, OfflineProvider(), code_mode=False)
+    modes = [e for e in run.events if e["type"] == "RETRIEVAL_MODE"]
+    assert modes[0]["mode"] == "direct"
+    assert not (run.history.dir / "artifacts" / "scripts").exists()
+    assert run.dag.root().retrieval["method"] == "direct"
