@@ -53,6 +53,18 @@ def _models(items: tuple[str, ...]) -> dict[str, str]:
     return models
 
 
+def _prices(items: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    prices = {}
+    for item in items:
+        model, _, rates = item.partition("=")
+        try:
+            rate_in, rate_out = (float(x) for x in rates.split(":"))
+        except ValueError as exc:
+            raise UsageError(f"--price takes MODEL=IN:OUT (USD per million tokens), got {item!r}") from exc
+        prices[model.strip()] = (rate_in, rate_out)
+    return prices
+
+
 def render_tree(dag: Dag, title: str = "run") -> Tree:
     """The DAG as a tree: parents over children, colour by status, tokens and time per node."""
     tree = Tree(Text(title, style="bold"))
@@ -87,6 +99,14 @@ def render_tree(dag: Dag, title: str = "run") -> Tree:
 @click.option("--max-nodes", type=int, default=Budgets.max_nodes, show_default=True)
 @click.option("--max-time", type=float, default=Budgets.max_wall_time, show_default=True, help="Seconds.")
 @click.option("--max-tokens", type=int, default=Budgets.max_tokens, show_default=True)
+@click.option("--max-usd", type=float, help="Stop once the model calls cost this much (needs --price).")
+@click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    metavar="MODEL=IN:OUT",
+    help="USD per million input:output tokens of a model (repeatable).",
+)
 @click.option("--max-parallel", type=int, default=4, show_default=True)
 @click.option("--max-llm", type=int, default=2, show_default=True, help="Model calls in flight.")
 @click.option(
@@ -117,6 +137,8 @@ def run_cmd(
     max_nodes: int,
     max_time: float,
     max_tokens: int,
+    max_usd: float | None,
+    prices: tuple[str, ...],
     max_parallel: int,
     max_llm: int,
     concurrency_mode: str,
@@ -148,8 +170,13 @@ def run_cmd(
         code_mode=not no_code_mode,
         profile=profile,
         budgets=Budgets(
-            max_depth=max_depth, max_nodes=max_nodes, max_wall_time=max_time, max_tokens=max_tokens
+            max_depth=max_depth,
+            max_nodes=max_nodes,
+            max_wall_time=max_time,
+            max_tokens=max_tokens,
+            max_usd=max_usd,
         ),
+        prices=_prices(prices),
     )
     orch = Orchestrator(config)
     live_view = err.is_terminal and not as_json

@@ -86,7 +86,7 @@ async def aresume(
     """Continue a stopped run (budget, time, failure, kill) in its own history, with ``add_tokens`` more."""
     from dataclasses import replace
 
-    from .errors import ShadError
+    from .errors import ShadError, UsageError
     from .orchestrator import Orchestrator
 
     previous = Run.load(run_id)
@@ -95,6 +95,12 @@ async def aresume(
             f"run {run_id}'s vaults are no longer where they were", hint="move them back to resume"
         )
     config = previous.config
+    spent = int(previous.summary.get("metrics", {}).get("total_tokens", 0))
+    if config.budgets.max_tokens + add_tokens - spent < 1000:
+        raise UsageError(
+            f"run {run_id} has {config.budgets.max_tokens - spent} tokens left, too few to continue",
+            hint=f"resume with more: shad resume {run_id} --budget +50%",
+        )
     if add_tokens:
         config = replace(
             config, budgets=replace(config.budgets, max_tokens=config.budgets.max_tokens + add_tokens)

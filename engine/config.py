@@ -67,6 +67,8 @@ class RunConfig:
     include_history: bool = False  # may retrieval cite earlier runs' reports (Shad/History/)?
     code_mode: bool = True
     replay_from: str | None = None  # run id whose recorded model calls answer this run
+    # USD per million (input, output) tokens, by model id: what ``budgets.max_usd`` is enforced with.
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():
@@ -85,6 +87,13 @@ class RunConfig:
                 )
             resolved.append(str(path.resolve()))
         object.__setattr__(self, "vaults", tuple(resolved))
+        if self.strategy is not None:
+            from . import strategies  # strategies load their data files; config stays cheap to import
+
+            if self.strategy not in strategies.names():
+                raise UsageError(
+                    f"unknown strategy {self.strategy!r}", hint=f"strategies: {', '.join(strategies.names())}"
+                )
         for tier in self.models:
             if tier not in TIERS:
                 raise UsageError(f"unknown model tier {tier!r}", hint=f"tiers: {', '.join(TIERS)}")
@@ -94,6 +103,16 @@ class RunConfig:
             )
         if self.profile not in PROFILES:
             raise UsageError(f"unknown profile {self.profile!r}", hint=f"profiles: {', '.join(PROFILES)}")
+        for model, price in self.prices.items():
+            if (
+                not isinstance(price, (tuple, list))
+                or len(price) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in price)
+            ):
+                raise UsageError(
+                    f"price of {model!r} must be (input, output) USD per million tokens, got {price!r}",
+                    hint="e.g. --price claude-sonnet-5-5=3:15",
+                )
         for name in ("max_parallel", "max_llm"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -114,6 +133,7 @@ class RunConfig:
             **{k: v for k, v in values.get("budgets", {}).items() if k in budget_fields}
         )
         values["vaults"] = tuple(values["vaults"])
+        values["prices"] = {k: tuple(v) for k, v in values.get("prices", {}).items()}
         return cls(**values)
 
     def with_budgets(self, **changes: Any) -> RunConfig:

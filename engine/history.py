@@ -175,9 +175,9 @@ def _known_runs() -> dict[str, Path]:
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            runs[rec["run_id"]] = Path(rec["dir"])
+                runs[str(rec["run_id"])] = Path(rec["dir"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line cut by a kill, or not ours: the other runs are still found
     return runs
 
 
@@ -193,9 +193,14 @@ def find_run(run_id: str) -> History:
 
 
 def list_runs(limit: int = 20) -> list[dict[str, Any]]:
-    """Recent runs, newest first, with their status and goal when the folder still exists."""
+    """Recent runs, newest first, with their status and goal when the folder still exists.
+
+    Ids sort by their time stamp; runs started within the same second (whose ids differ only by the
+    random suffix) keep the order they were registered in, as each run starts."""
+    known = list(_known_runs().items())
+    order = sorted(range(len(known)), key=lambda i: (known[i][0].rsplit("-", 1)[0], i), reverse=True)
     out = []
-    for run_id, folder in sorted(_known_runs().items(), reverse=True)[:limit]:
+    for run_id, folder in [known[i] for i in order[:limit]]:
         info: dict[str, Any] = {"run_id": run_id, "dir": str(folder), "status": "UNKNOWN", "goal": ""}
         for name in ("final.summary.json", "run.manifest.json"):
             try:

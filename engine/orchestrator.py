@@ -22,7 +22,7 @@ from .codemode_retriever import CodeModeRetriever
 from .config import RunConfig
 from .dag import Node, NodeStatus
 from .errors import ShadError
-from .history import History, new_run_id
+from .history import HISTORY_FOLDER, History, new_run_id
 from .llm import LLMRequest, LLMResponse, Provider, ProviderError, Recorder, Tier, default_provider_name
 from .llm import get as get_provider
 from .prompts import render
@@ -37,6 +37,7 @@ __all__ = ["BudgetExhausted", "Orchestrator"]
 
 EventSink = Callable[[dict[str, Any]], None]
 MIN_CALL_TOKENS = 200  # below this, a call cannot do useful work: the budget counts as spent
+FREE_PROVIDERS = frozenset({"offline", "replay", "stub"})  # no money changes hands
 
 
 class BudgetExhausted(ShadError):
@@ -68,23 +69,28 @@ class Orchestrator:
         self.started = time.monotonic()
         self.envelopes: dict[str, Envelope] = {}
         self.sandbox: Sandbox | None = None
+        self.spent_before = 0  # tokens earlier sessions of this run spent (resume)
+        self.phase: dict[str, str] = {}
+        self.cost_usd = 0.0
+        self.cost_known = True
 
     # --- the run -------------------------------------------------------------------------------------
 
     async def execute(self, resume: Run | None = None) -> Run:
         """Run the goal; with ``resume``, continue that run in its own history: finished nodes are kept,
         everything else (and every parent above it) runs again within what is left of the budget."""
+        # The provider first: an unknown one must fail before a run folder exists.
+        provider = self._provider or get_provider(self.config.provider or default_provider_name())
         if resume is None:
             history = History.create(self.run_id, self.config.vaults[0], self.config.history_dir)
         else:
             history, self.run_id = resume.history, resume.id
-        provider = self._provider or get_provider(self.config.provider or default_provider_name())
         self.provider = Recorder(provider)
         self.run = run = Run(self.run_id, self.config, history, provider_name=self.provider.name)
         run.status = RunStatus.RUNNING
         history.write_json("run.manifest.json", run.manifest())
-        spent_before = int(resume.summary.get("metrics", {}).get("total_tokens", 0)) if resume else 0
-        self.ledger.open(self.run_id, self.config.budgets.max_tokens - spent_before)
+        self.spent_before = int(resume.summary.get("metrics", {}).get("total_tokens", 0)) if resume else 0
+        self.ledger.open(self.run_id, self.config.budgets.max_tokens - self.spent_before)
         if resume is None:
             self.event("RUN_STARTED", goal=self.config.goal, provider=self.provider.name)
         try:
@@ -141,7 +147,8 @@ class Orchestrator:
             self.event("RETRIEVAL_MODE", mode="direct", reason="--no-code-mode")
             return direct
         try:
-            self.sandbox = Sandbox(self.vaults, profile=self.config.profile)
+            exclude = () if self.config.include_history else (HISTORY_FOLDER,)
+            self.sandbox = Sandbox(self.vaults, profile=self.config.profile, exclude=exclude)
         except ShadError as exc:
             self.event("RETRIEVAL_MODE", mode="direct", reason=f"sandbox unavailable: {exc.message}")
             return direct
@@ -263,6 +270,7 @@ class Orchestrator:
         node.started_at = time.time()
         self.event("NODE_STARTED", node=node.id, task=node.task)
         phase = "synthesize" if self.run.dag.children(node.id) else "retrieve"
+        self.phase[node.id] = phase
         try:
             if phase == "synthesize":
                 await self._synthesize(node)
@@ -275,7 +283,7 @@ class Orchestrator:
             return
         except Exception as exc:  # one node failing must not end the run
             node.status = NodeStatus.FAILED
-            node.error = _failure(node.id, getattr(exc, "phase", phase), exc)
+            node.error = _failure(node.id, self.phase.get(node.id, phase), exc)
             self.run.failures.append(node.error)
             self.run.history.write_json(f"errors/{node.id}.json", node.error)
         node.finished_at = time.time()
@@ -298,6 +306,7 @@ class Orchestrator:
             node.answer = "The vault holds nothing relevant to this subtask."
             node.note = "no relevant notes found; no model call made"
             return
+        self.phase[node.id] = "answer"
         packets = [
             self.run.dag.node(d).packet | {"node_id": d}
             for d in node.soft_deps + node.hard_deps
@@ -326,6 +335,7 @@ class Orchestrator:
             },
         )
         node.answer = (await self._call(node, request)).text.strip()
+        self.phase[node.id] = "verify"
         self._verify(node)
 
     async def _synthesize(self, node: Node) -> None:
@@ -363,6 +373,8 @@ class Orchestrator:
     # --- model calls and budgets ---------------------------------------------------------------------
 
     async def _call(self, node: Node, request: LLMRequest, *, synthesis: bool = False) -> LLMResponse:
+        if self.stop_reason and not synthesis:
+            raise BudgetExhausted(self.stop_reason, hint="resume with a larger budget")
         remaining = self.ledger.remaining(self.run_id)
         reserve = 0 if synthesis else self.envelopes.get("root", Envelope(0, 0)).reserve
         if remaining - reserve < MIN_CALL_TOKENS:
@@ -380,9 +392,15 @@ class Orchestrator:
                 if exc.kind == "rate_limit":
                     await self.llm.rate_limited()
                 self.ledger.charge(self.run_id, int(getattr(exc, "tokens", 0) or 0))
+                node.llm_calls += 1 + exc.retries
+                self.run.llm_calls += 1 + exc.retries
                 raise
-        await self.llm.succeeded()
+        if response.retries:  # the provider had to retry (429, overload): fewer calls in flight for a while
+            await self.llm.rate_limited()
+        else:
+            await self.llm.succeeded()
         self.ledger.charge(self.run_id, response.total_tokens)
+        self._charge_usd(response)
         node.tokens += response.total_tokens
         node.llm_calls += 1 + response.retries
         self.run.llm_calls += 1 + response.retries
@@ -397,6 +415,28 @@ class Orchestrator:
             latency_ms=round(response.latency_ms, 1),
         )
         return response
+
+    def _charge_usd(self, response: LLMResponse) -> None:
+        """Add the call's cost; with ``max_usd`` set, stop further work once it is reached."""
+        if response.provider in FREE_PROVIDERS:
+            return
+        price = self.config.prices.get(response.model)
+        if price is None:
+            self.cost_known = False
+            if self.config.budgets.max_usd is not None and not self.stop_reason:
+                self.stop_reason = (
+                    f"max_usd is set but no price is known for model {response.model!r} "
+                    f"(pass --price {response.model}=INPUT:OUTPUT, USD per million tokens)"
+                )
+                self.event("BUDGET_EXHAUSTED", reason=self.stop_reason)
+            return
+        tokens_in = response.input_tokens + response.retry_input_tokens
+        tokens_out = response.output_tokens + response.retry_output_tokens
+        self.cost_usd += (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+        limit = self.config.budgets.max_usd
+        if limit is not None and self.cost_usd >= limit and not self.stop_reason:
+            self.stop_reason = f"cost limit reached (${self.cost_usd:.4f} of ${limit:g})"
+            self.event("BUDGET_EXHAUSTED", reason=self.stop_reason)
 
     def _check_clock(self, raise_: bool = False) -> None:
         if time.monotonic() - self.started > self.config.budgets.max_wall_time and not self.stop_reason:

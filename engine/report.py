@@ -19,8 +19,17 @@ if TYPE_CHECKING:
 __all__ = ["finish_run", "render_report", "resume_command"]
 
 
-def resume_command(run: Run) -> str:
-    return f"shad resume {run.id}"
+def resume_command(run: Run, stop_reason: str | None = None, tokens: int = 0) -> str:
+    """The exact command that continues the run. When the token budget stopped it, the command adds
+    enough for what is left: the tokens a finished node took on average, times the nodes still to run
+    (and the root's synthesis), with half again as margin, rounded up to thousands."""
+    if not (stop_reason and "token budget" in stop_reason):
+        return f"shad resume {run.id}"
+    done = [n for n in run.dag if n.status.ok and n.tokens]
+    todo = sum(1 for n in run.dag if not n.status.ok) + 1
+    per_node = (sum(n.tokens for n in done) / len(done)) if done else max(tokens, 1000)
+    extra = max(1000, int(per_node * todo * 1.5))
+    return f"shad resume {run.id} --budget +{-(-extra // 1000) * 1000}"
 
 
 def _status(run: Run) -> RunStatus:
@@ -67,6 +76,7 @@ def render_report(
     missing: list[dict[str, Any]],
     tokens: int,
     seconds: float,
+    stop_reason: str | None = None,
 ) -> str:
     front = {
         "type": "report",
@@ -111,7 +121,7 @@ def render_report(
             if f.get("trace"):
                 parts += ["```text", f["trace"].rstrip(), "```", ""]
     if run.status is not RunStatus.SUCCESS:
-        parts += [f"To continue this run: `{resume_command(run)}`", ""]
+        parts += [f"To continue this run: `{resume_command(run, stop_reason, tokens)}`", ""]
     return "\n".join(parts)
 
 
@@ -121,9 +131,11 @@ def finish_run(orch: Orchestrator) -> None:
         if not node.status.finished:  # started but never finished: the run stopped around it
             node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or "not finished"
     run.status = _status(run)
+    if run.status is RunStatus.FAILED and orch.stop_reason:
+        run.status = RunStatus.PARTIAL  # a budget or the clock stopped it: resumable, not broken
     run.finished_at = time.time()
     seconds = run.finished_at - run.started_at
-    tokens = orch.ledger.spent(run.id)
+    tokens = orch.spent_before + orch.ledger.spent(run.id)
     body = _body(run)
     resolved = (
         cite.resolve_citations(cite.extract_citations(body), orch.vaults) if hasattr(orch, "vaults") else []
@@ -137,7 +149,7 @@ def finish_run(orch: Orchestrator) -> None:
     if unresolved:
         body = cite.flag_unresolved(body, resolved)
     missing = _missing_branches(run)
-    run.report = render_report(run, body, unresolved, missing, tokens, seconds)
+    run.report = render_report(run, body, unresolved, missing, tokens, seconds, orch.stop_reason)
     executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
     metrics = {
         "total_tokens": tokens,
@@ -146,6 +158,7 @@ def finish_run(orch: Orchestrator) -> None:
         "nodes_executed": len(executed),
         "cache_hits": sum(1 for n in run.dag if n.status is NodeStatus.CACHE_HIT),
         "duration_ms": round(seconds * 1000, 1),
+        "cost_usd": round(orch.cost_usd, 6) if orch.cost_known else None,
         "llm_in_flight_peak": orch.llm.peak,
         "llm_backoffs": orch.llm.backoffs,
     }
@@ -162,7 +175,9 @@ def finish_run(orch: Orchestrator) -> None:
         "metrics": metrics,
         "missing_branches": missing,
         "stop_reason": orch.stop_reason,
-        "resume_command": resume_command(run) if run.status is not RunStatus.SUCCESS else None,
+        "resume_command": resume_command(run, orch.stop_reason)
+        if run.status is not RunStatus.SUCCESS
+        else None,
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
     }
     h = run.history

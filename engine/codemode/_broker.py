@@ -138,6 +138,7 @@ class Broker:
         roots: tuple[FsRoot, ...] = (),
         net: NetPolicy | None = None,
         budgets: Budgets | None = None,
+        exclude: tuple[str, ...] = (),
     ) -> None:
         if profile not in PROFILES:
             raise UsageError(f"unknown sandbox profile {profile!r}", hint=f"use one of {', '.join(PROFILES)}")
@@ -146,6 +147,7 @@ class Broker:
         self.roots = roots
         self.net = net
         self.budgets = budgets or Budgets()
+        self.exclude = exclude  # path prefixes scripts never see in search (e.g. Shad/History)
 
     def new_run(self) -> BrokerRun:
         return BrokerRun(self)
@@ -272,6 +274,7 @@ class BrokerRun:
             where=_where(where),
             vault=_str("vault", vault, 200, required=False),
             vaults=_str_list("vaults", vaults),
+            exclude=self.broker.exclude,
         )
         return [h.to_dict() for h in hits]
 

@@ -82,6 +82,7 @@ class Sandbox:
         output_bytes: int = 200_000,
         budgets: Budgets | None = None,
         net_policy: NetPolicy | None = None,
+        exclude: Iterable[str] = (),
     ) -> None:
         if profile not in PROFILES:
             raise UsageError(
@@ -97,7 +98,7 @@ class Sandbox:
             raise UsageError("--net-allow needs --profile extended", hint="only extended may fetch URLs")
         net = net_policy or (NetPolicy(hosts) if hosts else None)
         self.profile = profile
-        self.broker = Broker(_vault_set(vaults), profile, roots, net, budgets)
+        self.broker = Broker(_vault_set(vaults), profile, roots, net, budgets, exclude=tuple(exclude))
         self.vaults = self.broker.vaults
         self._timeout = timeout
         self.memory_mb = memory_mb

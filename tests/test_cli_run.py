@@ -1,0 +1,309 @@
+"""``shad run / resume / status / trace / export / runs`` in process (``engine.cli.main``), plus one real
+subprocess. Runs use the offline provider over a copy of the demo vault; ``$SHAD_HOME`` is a temp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Budgets, Run, RunConfig, run
+from engine.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
+TINY = 4000  # lets the first subtask finish, not the others
+SIMPLE = "How long should roasted beans rest before brewing?"
+MULTI = (
+    "How long should roasted beans rest before brewing? What grind size suits a French press? "
+    "How do I filter tap water for brewing?"
+)
+
+
+@pytest.fixture(autouse=True)
+def shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "shad-home"
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    for name in PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("SHAD_DEBUG", raising=False)
+    return home
+
+
+@pytest.fixture
+def vault(tmp_path: Path, demo_vault: Path) -> Path:
+    target = tmp_path / "vault"
+    shutil.copytree(demo_vault, target)
+    return target
+
+
+class Result:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def shad(capsys: pytest.CaptureFixture[str]) -> Any:
+    def call(*args: str) -> Result:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return call
+
+
+def assert_one_line_error(result: Result, *needles: str) -> None:
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("shad: error:"), lines[0]
+    assert "Traceback" not in result.err + result.out
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def offline_run(goal: str, vault: Path, **budgets: Any) -> Run:
+    return run(RunConfig(goal, (str(vault),), provider="offline", budgets=Budgets(**budgets)))
+
+
+def snapshot(folder: Path, skip: Path | None = None) -> dict[str, tuple[int, int]]:
+    return {
+        str(p): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file() and (skip is None or skip not in p.parents)
+    }
+
+
+# --- shad run --------------------------------------------------------------------------------------------
+
+
+def test_run_json_prints_the_summary_and_exits_0(shad: Any, vault: Path) -> None:
+    r = shad("run", SIMPLE, "--vault", str(vault), "--provider", "offline", "--json")
+    assert r.code == 0, r.err
+    summary = r.json()
+    assert summary["status"] == "SUCCESS" and summary["goal"] == SIMPLE and summary["provider"] == "offline"
+    on_disk = json.loads(Path(summary["history_dir"], "final.summary.json").read_text("utf-8"))
+    assert summary == on_disk
+    assert Path(summary["report_path"]).is_file()
+    assert any(c["path"] == "Roasting/Resting beans.md" for c in summary["citations"])
+
+
+def test_run_prints_the_report_and_a_status_line(shad: Any, vault: Path) -> None:
+    r = shad("run", SIMPLE, "--vault", str(vault), "--provider", "offline")
+    assert r.code == 0, r.err
+    assert r.out.lstrip().startswith(f"# {SIMPLE}")  # the report, without its frontmatter
+    assert "type: report" not in r.out
+    assert "[[Roasting/Resting beans#" in r.out
+    assert "SUCCESS" in r.err and "provider offline" in r.err and "final.report.md" in r.err
+
+
+def test_partial_run_exits_3_and_shad_resume_finishes_it(shad: Any, vault: Path) -> None:
+    r = shad(
+        "run", MULTI, "--vault", str(vault), "--provider", "offline", "--max-tokens", str(TINY), "--json"
+    )
+    assert r.code == 3, r.err
+    summary = r.json()
+    run_id = summary["run_id"]
+    assert summary["status"] == "PARTIAL" and summary["missing_branches"]
+    assert summary["resume_command"].startswith(f"shad resume {run_id} --budget +")
+    report = Path(summary["report_path"]).read_text("utf-8")
+    assert f"shad resume {run_id}" in [line for line in report.splitlines() if line.strip()][-1]
+
+    text = shad("status", run_id)
+    assert text.code == 0 and "PARTIAL" in text.out and "missing" in text.out
+    assert f"shad resume {run_id}" in text.out
+
+    resumed = shad("resume", run_id, "--budget", "+20000", "--json")
+    assert resumed.code == 0, resumed.err
+    assert resumed.json()["status"] == "SUCCESS" and resumed.json()["run_id"] == run_id
+    assert resumed.json()["missing_branches"] == []
+    events = Path(summary["history_dir"], "events.jsonl").read_text("utf-8")
+    assert events.count('"RUN_RESUMED"') == 1
+
+
+def test_partial_run_without_json_prints_the_resume_command(shad: Any, vault: Path) -> None:
+    r = shad("run", MULTI, "--vault", str(vault), "--provider", "offline", "--max-tokens", str(TINY))
+    assert r.code == 3
+    assert "shad resume " in r.out.strip().splitlines()[-1]
+    assert "PARTIAL" in r.err and "to continue: shad resume" in r.err
+
+
+def test_the_printed_resume_command_finishes_the_run(shad: Any, vault: Path) -> None:
+    r = shad("run", MULTI, "--vault", str(vault), "--provider", "offline", "--max-tokens", str(TINY))
+    assert r.code == 3
+    command = r.out.strip().splitlines()[-1].split("`")[1]
+    assert command.startswith("shad resume ")
+    assert shad(*shlex.split(command)[1:]).code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--max-tokens", "5"], "max_tokens"),
+        (["--strategy", "bogus"], "unknown strategy"),
+        (["--model", "nonsense"], "--model"),
+        (["--model", "brain=some-model"], "tier"),
+        (["--max-depth", "0"], "max_depth"),
+        (["--max-time", "abc"], "--max-time"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line_and_start_no_run(
+    shad: Any, vault: Path, shad_home: Path, args: list[str], needle: str
+) -> None:
+    r = shad("run", SIMPLE, "--vault", str(vault), "--provider", "offline", *args)
+    assert r.code == 2
+    assert_one_line_error(r, needle)
+    assert r.out == ""
+    assert not (shad_home / "runs.jsonl").exists()
+    assert not (vault / "Shad").exists()
+
+
+def test_missing_vault_is_a_usage_error(shad: Any, tmp_path: Path) -> None:
+    r = shad("run", SIMPLE, "--vault", str(tmp_path / "nowhere"), "--provider", "offline")
+    assert r.code == 2
+    assert_one_line_error(r, "vault folder not found")
+    no_vault = shad("run", SIMPLE, "--provider", "offline")
+    assert no_vault.code == 2
+    assert_one_line_error(no_vault, "--vault")
+
+
+def test_unknown_provider_is_a_usage_error(shad: Any, vault: Path) -> None:
+    r = shad("run", SIMPLE, "--vault", str(vault), "--provider", "nope")
+    assert r.code == 2
+    assert_one_line_error(r, "unknown provider 'nope'")
+
+
+def test_unknown_provider_starts_no_run(shad: Any, vault: Path, shad_home: Path) -> None:
+    assert shad("run", SIMPLE, "--vault", str(vault), "--provider", "nope").code == 2
+    assert not (shad_home / "runs.jsonl").exists()
+    assert not (vault / "Shad").exists()
+
+
+# --- status, trace, export, runs -------------------------------------------------------------------------
+
+
+def test_status_by_id_alone_in_text_and_json(shad: Any, vault: Path) -> None:
+    done = offline_run(SIMPLE, vault)
+    as_json = shad("status", done.id, "--json")
+    assert as_json.code == 0
+    assert as_json.json() == json.loads((done.history.dir / "final.summary.json").read_text("utf-8"))
+    text = shad("status", done.id)
+    assert text.code == 0
+    assert done.id in text.out and "SUCCESS" in text.out and SIMPLE in text.out
+    assert "1/1 nodes" in text.out and "provider offline" in text.out
+    by_path = shad("status", str(done.history.dir), "--json")  # a run folder works as well as an id
+    assert by_path.code == 0 and by_path.json()["run_id"] == done.id
+
+
+def test_trace_tree_shows_every_node_with_its_status(shad: Any, vault: Path) -> None:
+    done = offline_run(MULTI, vault, max_tokens=TINY)
+    r = shad("trace", "tree", done.id)
+    assert r.code == 0
+    assert done.id in r.out and "PARTIAL" in r.out
+    for node in done.dag:
+        line = next(line for line in r.out.splitlines() if f"{node.id} " in line)
+        assert node.status.value in line, line
+    lines = r.out.splitlines()
+    root_at = next(i for i, line in enumerate(lines) if "root " in line)
+    child = done.dag.children("root")[0]
+    child_at = next(i for i, line in enumerate(lines) if f"{child.id} " in line)
+    assert child_at > root_at  # children under their parent
+
+
+def test_trace_node_in_text_and_json(shad: Any, vault: Path) -> None:
+    done = offline_run(SIMPLE, vault)
+    as_json = shad("trace", "node", done.id, "root", "--json")
+    assert as_json.code == 0
+    node = as_json.json()
+    assert node["id"] == "root" and node["status"] == "SUCCEEDED" and node["task"] == SIMPLE
+    assert node["answer"] == done.dag.root().answer and node["tokens"] > 0
+    assert node["retrieval"]["context"] and node["citations"]
+    text = shad("trace", "node", done.id, "root")
+    assert text.code == 0
+    assert f"Task: {SIMPLE}" in text.out and "Answer:" in text.out and "SUCCEEDED" in text.out
+    missing = shad("trace", "node", done.id, "no_such_node")
+    assert missing.code == 2
+    assert_one_line_error(missing, "no_such_node")
+
+
+def test_export_copies_the_run_and_writes_nothing_else(shad: Any, vault: Path, tmp_path: Path) -> None:
+    done = offline_run(SIMPLE, vault)
+    (done.history.dir / "artifacts" / "retrieval.py").write_text("print('hi')\n", encoding="utf-8")
+    target = tmp_path / "exported"
+    before = snapshot(tmp_path)
+    r = shad("export", done.id, "--output", str(target))
+    assert r.code == 0, r.err
+    for name in ("final.report.md", "final.summary.json", "dag.json", "artifacts/retrieval.py"):
+        assert (target / name).read_bytes() == (done.history.dir / name).read_bytes(), name
+    assert snapshot(tmp_path, skip=target) == before
+
+
+def test_runs_lists_newest_first(shad: Any, vault: Path, shad_home: Path) -> None:
+    assert shad("runs", "--json").json() == []
+    # three runs started within one second: their ids differ only in the random suffix
+    ids = ["20260101-000000-ffff", "20260101-000000-0000", "20260101-000000-8888"]
+    import asyncio
+
+    from engine.orchestrator import Orchestrator
+
+    config = RunConfig(SIMPLE, (str(vault),), provider="offline")
+    for run_id in ids:
+        asyncio.run(Orchestrator(config, run_id=run_id).execute())
+    later = offline_run(SIMPLE, vault)  # a real id, from a later second than the made-up ones
+    listed = shad("runs", "--json")
+    assert listed.code == 0
+    assert [r["run_id"] for r in listed.json()] == [later.id, *reversed(ids)]
+    assert all(r["status"] == "SUCCESS" and r["goal"] == SIMPLE for r in listed.json())
+    assert [r["run_id"] for r in shad("runs", "--json", "--limit", "2").json()] == [later.id, ids[-1]]
+    text = shad("runs")
+    assert text.code == 0
+    assert text.out.index(later.id) < text.out.index(ids[-1]) < text.out.index(ids[0])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status", "nope"],
+        ["status", "nope", "--json"],
+        ["trace", "tree", "nope"],
+        ["trace", "node", "nope", "root"],
+        ["export", "nope", "--output", "OUT"],
+        ["resume", "nope"],
+    ],
+)
+def test_unknown_run_id_is_one_clear_line(shad: Any, args: list[str], tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    r = shad(*[str(out_dir) if a == "OUT" else a for a in args])
+    assert r.code != 0
+    assert_one_line_error(r, "no run 'nope' found")
+    assert not out_dir.exists()
+
+
+# --- the real console entry point ------------------------------------------------------------------------
+
+
+def test_subprocess_run_json_and_usage_error(vault: Path, shad_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_BASE_URL")}
+    env["SHAD_HOME"] = str(shad_home)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "engine.cli", "run", SIMPLE, "--vault", str(vault)]
+    ok = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    summary = json.loads(ok.stdout)
+    assert summary["status"] == "SUCCESS" and summary["provider"] == "offline"  # no key: offline
+    assert "Traceback" not in ok.stderr
+    bad = subprocess.run(
+        [*cmd, "--max-tokens", "5"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
