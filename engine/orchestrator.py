@@ -195,9 +195,13 @@ class Orchestrator:
         if decompose:
             await self._decompose(root, decision.strategy)
 
-    async def _decompose(self, parent: Node, strategy: str) -> None:
+    async def _decompose(
+        self, parent: Node, strategy: str, skeleton: strategies.Skeleton | None = None, min_children: int = 1
+    ) -> int:
+        """Plan ``parent``'s subtasks and add them to the DAG; returns how many (0, adding nothing, when
+        the valid plan has fewer than ``min_children``)."""
         budgets = self.config.budgets
-        skeleton = strategies.get(strategy)
+        skeleton = skeleton or strategies.get(strategy)
         room = min(budgets.max_branching, budgets.max_nodes - len(self.run.dag))
         inputs = {
             "goal": parent.task,
@@ -229,6 +233,8 @@ class Orchestrator:
         )
         self.run.history.write_json(f"decisions/plan-{parent.id}.json", plan.to_dict())
         self.event("PLAN_VALIDATED", node=parent.id, nodes=len(plan.nodes), problems=plan.problems)
+        if len(plan.nodes) < min_children:
+            return 0
         ids = {p["id"]: f"{parent.id}.{p['id']}" if parent.id != "root" else p["id"] for p in plan.nodes}
         shares = child_envelopes(self.envelopes[parent.id], len(plan.nodes))
         for p, share in zip(plan.nodes, shares):
@@ -245,6 +251,7 @@ class Orchestrator:
             )
             self.envelopes[node.id] = Envelope.for_leaf(share)
             self.event("NODE_CREATED", node=node.id, task=node.task, stage=node.stage, parent=parent.id)
+        return len(plan.nodes)
 
     # --- the DAG -------------------------------------------------------------------------------------
 
@@ -271,6 +278,8 @@ class Orchestrator:
         self.event("NODE_STARTED", node=node.id, task=node.task)
         phase = "synthesize" if self.run.dag.children(node.id) else "retrieve"
         self.phase[node.id] = phase
+        if phase == "retrieve" and await self._split_further(node):
+            return  # it has children now: it runs again, to synthesize them, once they have finished
         try:
             if phase == "synthesize":
                 await self._synthesize(node)
@@ -296,6 +305,38 @@ class Orchestrator:
             duration_ms=node.duration_ms,
             error=(node.error or {}).get("message"),
         )
+
+    async def _split_further(self, node: Node) -> bool:
+        """Recursion below the first level: a subtask whose own wording makes several asks is split, while
+        depth and node budgets allow. The goal's text is left out of the count, so stage tasks that only
+        restate the goal ("Gather the evidence on: <goal>") stay leaves."""
+        budgets = self.config.budgets
+        if (
+            node.depth == 0
+            or node.depth + 1 >= budgets.max_depth
+            or len(self.run.dag) + 2 > budgets.max_nodes
+        ):
+            return False
+        goal = " ".join(self.config.goal.split())  # stage tasks quote the goal with its spaces folded
+        own_words = " ".join(node.task.split()).replace(goal, " ").strip(" :;,.-—")
+        # Only several asks split a subtask: the open-ended verbs of stage tasks ("Analyse ...") do not.
+        asks = strategies.count_asks(own_words) if own_words else 0
+        if asks < 2:
+            return False
+        reason = f"its own wording makes {asks} separate asks"
+        leaf_envelope = self.envelopes.get(node.id, Envelope(0, 0))
+        self.envelopes[node.id] = Envelope.for_parent(leaf_envelope.total)
+        self.phase[node.id] = "decompose"
+        try:
+            added = await self._decompose(node, self.run.strategy or "analysis", _PARTS, min_children=2)
+        except BudgetExhausted:
+            added = 0
+        if not added:  # no real split (or no budget for planning): the subtask is answered as a leaf
+            self.envelopes[node.id] = leaf_envelope
+            return False
+        node.status, node.started_at, node.note = NodeStatus.CREATED, None, f"split further: {reason}"
+        self.event("NODE_DECOMPOSED", node=node.id, children=[c.id for c in self.run.dag.children(node.id)])
+        return True
 
     async def _answer_leaf(self, node: Node) -> None:
         async with self.local:
@@ -383,7 +424,10 @@ class Orchestrator:
                 hint="raise --max-tokens",
             )
         self._check_clock(raise_=not synthesis)
-        request.max_tokens = max(MIN_CALL_TOKENS, min(request.max_tokens, remaining - reserve))
+        # The node's envelope caps what it may ask for, so one child cannot starve its siblings.
+        envelope = self.envelopes.get(node.id)
+        own = envelope.total - node.tokens if envelope is not None and not synthesis else request.max_tokens
+        request.max_tokens = max(MIN_CALL_TOKENS, min(request.max_tokens, remaining - reserve, own))
         request.model = request.model or self.config.models.get(request.tier.value)
         async with self.llm.slot():
             try:
@@ -460,6 +504,18 @@ class Orchestrator:
         self.run.history.append("events.jsonl", record)
         if self.on_event is not None:
             self.on_event(record)
+
+
+# The plan of a subtask that is split further: one kind of part, one part per ask.
+_PARTS = strategies.Skeleton.from_dict(
+    {
+        "name": "parts",
+        "description": "The asks of one subtask, each answered on its own.",
+        "stages": [
+            {"name": "part", "primary": True, "task": "{goal}", "description": "One ask of the subtask."}
+        ],
+    }
+)
 
 
 def _tier(node: Node) -> Tier:

@@ -17,7 +17,7 @@ from ._classify import (
     classify,
 )
 from ._plan import ValidatedPlan, default_plan, validate_plan
-from ._size import needs_decomposition, split_clauses
+from ._size import count_asks, needs_decomposition, split_clauses
 from ._skeleton import Constraint, Skeleton, Stage, UnknownStrategyError, get, names, register
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "ValidatedPlan",
     "choose_strategy",
     "classify",
+    "count_asks",
     "default_plan",
     "get",
     "names",

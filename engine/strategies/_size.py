@@ -100,6 +100,11 @@ def _split_and(sentence: str) -> list[str]:
     return out
 
 
+def count_asks(text: str) -> int:
+    """How many separate asks (questions, instructions, list items) a text makes."""
+    return sum(1 for clause, enumerated in split_clauses(text) if _is_ask(clause, enumerated))
+
+
 def split_clauses(goal: str) -> list[tuple[str, bool]]:
     """The goal's clauses in order, each with whether it came from an enumeration (list item)."""
     segments: list[tuple[str, bool]] = []
