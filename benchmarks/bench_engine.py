@@ -121,6 +121,7 @@ async def one_run(
         max_parallel=concurrency,
         max_llm=concurrency,
         concurrency_mode="fixed",
+        code_mode=False,  # scheduling is measured here; bench_sandbox.py measures Code Mode
         history_dir=history,
         budgets=Budgets(max_nodes=50, max_branching=49, max_tokens=1_000_000),
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from .codemode import Sandbox, SandboxError
 from .history import HISTORY_FOLDER
-from .llm import LLMRequest, LLMResponse, Tier
+from .llm import LLMRequest, LLMResponse, ProviderError, Tier
 from .retrieval import ContextItem, DirectSearchRetriever, RetrievalResult, citation_link, retrieval_score
 from .vault import VaultSet
 
@@ -129,7 +129,14 @@ class CodeModeRetriever:
             max_tokens=1200,
             node_id=node_id,
         )
-        script = _strip_fences((await self.ask(node_id, request)).text)
+        try:
+            script = _strip_fences((await self.ask(node_id, request)).text)
+        except ProviderError as exc:  # no usable script (empty, refused, malformed): the ladder goes on
+            self.record(
+                f"artifacts/scripts/{node_id}-{attempt}.json",
+                {"error": {"kind": exc.kind, "message": exc.message}},
+            )
+            return None, f"got no usable script from the model ({exc.kind})"
         name = f"artifacts/scripts/{node_id}-{attempt}"
         self.record(f"{name}.py", script)
         try:

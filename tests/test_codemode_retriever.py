@@ -124,3 +124,11 @@ def test_no_code_mode_searches_directly(vault: Path) -> None:
     assert modes[0]["mode"] == "direct"
     assert not (run.history.dir / "artifacts" / "scripts").exists()
     assert run.dag.root().retrieval["method"] == "direct"
+
+
+def test_an_unusable_script_reply_does_not_fail_the_node(vault: Path) -> None:
+    model = ScriptedModel(["", ""])  # the model answers the script request with nothing, twice
+    run = _run(vault, model)
+    assert run.status.value == "SUCCESS"
+    assert run.dag.root().retrieval["method"] == "codemode+direct"
+    assert _artifacts(run)["root-1.json"]["error"]["kind"] in ("malformed", "refused")
