@@ -13,11 +13,11 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+from ._fs import atomic_write
 from .errors import ShadError
 from .vault import shad_home
 
@@ -69,20 +69,6 @@ def _append_line(path: Path, line: str) -> None:
 
 def _dumps(data: Any) -> str:
     return scrub(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class History:

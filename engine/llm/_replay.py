@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -41,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._fs import atomic_write
 from ._base import LLMRequest, LLMResponse, Provider, ProviderError
 from ._json import attach_json, checked_complete
 from ._secrets import Redactor, secret_values
@@ -324,14 +324,5 @@ class Recorder:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.manifest(), ensure_ascii=False, indent=1, default=_plain)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(target, text)
         return target
