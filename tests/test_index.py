@@ -544,3 +544,31 @@ def test_note_and_passage_totals_follow_every_change(tmp_path: Path) -> None:
     v.refresh()
     assert_totals()
     assert v.index.note_count() == 2
+
+
+def test_another_objects_writes_are_noticed(tmp_path: Path) -> None:
+    """A Vault keeps the index's file state in memory between refreshes; a change made through another
+    object (or process) bumps the index generation, and the remembered state is read afresh."""
+    root = write_vault(tmp_path / "v", {"a.md": "alpha", "b.md": "beta", "c.md": "gamma"})
+    first, second = Vault(root), Vault(root)
+    first.refresh()
+    (root / "b.md").unlink()
+    assert second.refresh().removed == 1  # through the other object
+    (root / "c.md").write_text("gamma changed")
+    bump_mtime(root / "c.md")
+    stats = first.refresh()
+    assert stats.removed == 0  # b.md is already gone from the index: not removed twice
+    assert stats.updated == 1 and stats.unchanged == 1
+    assert [h.path for h in first.search("changed")] == ["c.md"]
+
+
+def test_remembered_state_follows_own_changes(tmp_path: Path) -> None:
+    root = write_vault(tmp_path / "v", {"a.md": "alpha", "b.md": "beta"})
+    v = Vault(root)
+    v.refresh()
+    (root / "d.md").write_text("delta")
+    assert v.refresh().added == 1
+    assert v.refresh().changed == 0  # remembered: d.md is not added again
+    (root / "d.md").unlink()
+    assert v.refresh().removed == 1
+    assert v.refresh().removed == 0

@@ -40,6 +40,7 @@ __all__ = [
 SCHEMA_VERSION = "7"
 CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 _BATCH = 1000
+_REMEMBER_REREAD = 5000  # after writing more files than this, the state is read back whole
 _PARALLEL_THRESHOLD = 1500
 # Column weights for BM25: a query word in the title counts far more than one in the body.
 # Two full-text tables: ``fts`` holds passages (a section of a note each: its heading chain and text),
@@ -119,6 +120,10 @@ class VaultIndex:
         self._lock = threading.RLock()
         self._counts: dict[tuple[str, int, str], int] = {}
         self._sizes: tuple[int, int] | None = None
+        self._state: dict[str, tuple[int, int, int, str]] | None = None  # path -> (id, size, mtime, hash)
+        self._state_generation: str | None = None
+        self._new_generation: str | None = None
+        self._stale = False
         self.conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=60, isolation_level=None)
         _check_fts5(self.conn)
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -186,16 +191,17 @@ class VaultIndex:
     def update(self, progress: ProgressFn | None = None, scan: ScanResult | None = None) -> IndexStats:
         """Bring the index in line with the folder; only what changed is read and parsed."""
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # The folder walk and reading what the index holds overlap (both mostly wait on the OS).
-            walk = pool.submit(scan_vault, self.root) if scan is None else None
-            stored = {
-                path: (fid, size, mtime, digest)
-                for fid, path, size, mtime, digest in self.query(
-                    "SELECT id, path, size, mtime_ns, hash FROM files"
-                )
-            }
-            scan = walk.result() if walk is not None else scan
+        generation = self.meta("generation")
+        if self._state is not None and generation == self._state_generation:
+            # Nothing else wrote to the index since this object last did: what it holds is known.
+            stored = self._state
+            scan = scan or scan_vault(self.root)
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                # The folder walk and reading what the index holds overlap (both mostly wait on the OS).
+                walk = pool.submit(scan_vault, self.root) if scan is None else None
+                stored = self._read_state()
+                scan = walk.result() if walk is not None else scan
         assert scan is not None
         stats = IndexStats(scanned=len(scan.files), skipped=scan.skipped)
         removed = [stored[p][0] for p in stored.keys() - scan.files.keys()]
@@ -243,13 +249,51 @@ class VaultIndex:
             if stats.changed:
                 self._counts.clear()
                 self._sizes = None
-            self._write(
-                lambda: self.conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),)
-                )
-            )
+            written = [*(p for p in stored.keys() - scan.files.keys()), *(e.path for e, _ in changed)]
+            written += [e.path for e in attachments]
+            self._write(lambda: self._finish_update(generation, bool(written)))
+            self._remember(stored, written)
         stats.seconds = time.perf_counter() - started
         return stats
+
+    def _read_state(self) -> dict[str, tuple[int, int, int, str]]:
+        return {
+            path: (fid, size, mtime, digest)
+            for fid, path, size, mtime, digest in self.query(
+                "SELECT id, path, size, mtime_ns, hash FROM files"
+            )
+        }
+
+    def _finish_update(self, generation_seen: str | None, changed: bool) -> None:
+        """Stamp the update; a change bumps the generation so that other objects reload their state."""
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),))
+        current = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        current_value = current[0] if current else None
+        if changed or current_value is None:
+            current_value = str(int(current_value or 0) + 1)
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES('generation', ?)", (current_value,))
+        # Someone else wrote in between: what this object remembers may be stale, so it will reload.
+        self._stale = generation_seen != (current[0] if current else None)
+        self._new_generation = current_value
+
+    def _remember(self, stored: dict[str, tuple[int, int, int, str]], written: list[str]) -> None:
+        """Keep the index's file state in memory, so the next update need not read it back."""
+        if self._stale:
+            self._state, self._state_generation = None, None
+            return
+        if len(written) > _REMEMBER_REREAD:  # a big update (a first build): one read of the whole state
+            self._state, self._state_generation = self._read_state(), self._new_generation
+            return
+        for path in written:
+            stored.pop(path, None)
+        for i in range(0, len(written), 500):
+            chunk = written[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for fid, path, size, mtime, digest in self.query(
+                f"SELECT id, path, size, mtime_ns, hash FROM files WHERE path IN ({marks})", chunk
+            ):
+                stored[path] = (fid, size, mtime, digest)
+        self._state, self._state_generation = stored, self._new_generation
 
     def _write(self, fn: Callable[[], object]) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
