@@ -24,3 +24,15 @@ def _pristine_copy() -> Path:
 
 
 DEMO = _pristine_copy()
+
+
+def write_vault(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``{relative path: text or bytes}`` under ``root`` (folders made as needed); return ``root``."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _demo import DEMO
+from _demo import DEMO, write_vault
 
 from engine import cli as cli_mod
 from engine.vault import Vault
@@ -30,14 +30,6 @@ def _shad_home(_module_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SHAD_HOME", str(home))
     monkeypatch.delenv("SHAD_DEBUG", raising=False)
     return home
-
-
-def write_vault(root: Path, files: dict[str, str]) -> Path:
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content, encoding="utf-8")
-    return root
 
 
 class Result:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _demo import DEMO
+from _demo import DEMO, write_vault
 
 import engine.vault._index as index_mod
 from engine import Vault
@@ -34,14 +34,6 @@ def demo_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "vault"
     shutil.copytree(DEMO, dest, symlinks=True)
     return dest
-
-
-def write_vault(root: Path, files: dict[str, str]) -> Path:
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content, encoding="utf-8")
-    return root
 
 
 def make_many(root: Path, n: int) -> Path:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _demo import DEMO
+from _demo import DEMO, write_vault
 
 from engine import Vault, VaultSet
 from engine.errors import NoteNotFoundError, UsageError, VaultNotFoundError
@@ -18,14 +18,6 @@ def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     home = tmp_path_factory.mktemp("shad_home")
     monkeypatch.setenv("SHAD_HOME", str(home))
     return home
-
-
-def write_vault(root: Path, files: dict[str, str]) -> Path:
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content, encoding="utf-8")
-    return root
 
 
 @pytest.fixture

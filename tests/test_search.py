@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _demo import DEMO
+from _demo import DEMO, write_vault
 
 from engine import Vault
 from engine.errors import PathOutsideVaultError, UsageError
@@ -40,14 +40,6 @@ def demo_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "vault"
     shutil.copytree(DEMO, dest, symlinks=True)
     return dest
-
-
-def write_vault(root: Path, files: dict[str, str]) -> Path:
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content, encoding="utf-8")
-    return root
 
 
 def paths(hits: list) -> list[str]:  # type: ignore[type-arg]

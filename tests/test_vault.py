@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _demo import DEMO
+from _demo import DEMO, write_vault
 
 from engine import Vault
 from engine.errors import (
@@ -40,17 +40,6 @@ def demo_copy(tmp_path: Path) -> Path:
 @pytest.fixture
 def demo(demo_copy: Path) -> Vault:
     return Vault(demo_copy)
-
-
-def write_vault(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content, encoding="utf-8")
-    return root
 
 
 def demo_note_paths() -> list[str]:
