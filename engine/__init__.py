@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._run_api import aresume, arun, resume, run
+from ._run_api import areplay, aresume, arun, replay, resume, run
 from ._version import __version__
 from .config import Budgets, RunConfig
 from .errors import ShadError
@@ -20,8 +20,10 @@ __all__ = [
     "Vault",
     "VaultSet",
     "__version__",
+    "areplay",
     "aresume",
     "arun",
+    "replay",
     "resume",
     "run",
 ]

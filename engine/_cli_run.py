@@ -23,7 +23,7 @@ from .errors import UsageError
 from .history import list_runs
 from .run import Run
 
-__all__ = ["export_cmd", "resume_cmd", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
+__all__ = ["export_cmd", "print_outcome", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -65,6 +65,21 @@ def _prices(items: tuple[str, ...]) -> dict[str, tuple[float, float]]:
     return prices
 
 
+def _ttls(items: tuple[str, ...]) -> dict[str, float]:
+    from .cache import parse_ttl
+
+    out: dict[str, float] = {}
+    for item in items:
+        vault, sep, ttl = item.rpartition("=")
+        try:
+            if not sep or not vault:
+                raise ValueError(f"expected VAULT=TTL, got {item!r}")
+            out[vault] = parse_ttl(ttl)
+        except ValueError as exc:
+            raise UsageError(f"bad --cache-ttl: {exc}", hint="e.g. --cache-ttl docs=7d") from exc
+    return out
+
+
 def render_tree(dag: Dag, title: str = "run") -> Tree:
     """The DAG as a tree: parents over children, colour by status, tokens and time per node."""
     tree = Tree(Text(title, style="bold"))
@@ -91,9 +106,7 @@ def render_tree(dag: Dag, title: str = "run") -> Tree:
 
 @click.command("run")
 @click.argument("goal")
-@click.option(
-    "--vault", "vaults", multiple=True, required=True, metavar="DIR", help="Vault folder (repeatable)."
-)
+@click.option("--vault", "vaults", multiple=True, metavar="DIR", help="Vault folder (repeatable).")
 @click.option("--strategy", help="software, research, analysis, planning or creative (default: classified).")
 @click.option("--max-depth", type=int, default=Budgets.max_depth, show_default=True)
 @click.option("--max-nodes", type=int, default=Budgets.max_nodes, show_default=True)
@@ -128,6 +141,18 @@ def render_tree(dag: Dag, title: str = "run") -> Tree:
     show_default=True,
     help="Sandbox profile for retrieval scripts.",
 )
+@click.option("--from", "replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--refresh-cache", is_flag=True, help="Recompute everything and overwrite the cache.")
+@click.option(
+    "--redis", "redis_url", metavar="URL", help="Cache and ledger on this Redis (default: REDIS_URL)."
+)
+@click.option(
+    "--cache-ttl", "cache_ttls", multiple=True, metavar="VAULT=TTL", help="A vault's cache TTL, e.g. docs=7d."
+)
+@click.option(
+    "--resume", "resume", is_flag=True, help="GOAL is a run id: continue that run (as shad resume)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
 def run_cmd(
     goal: str,
@@ -148,12 +173,24 @@ def run_cmd(
     include_history: bool,
     no_code_mode: bool,
     profile: str,
+    replay_from: str | None,
+    no_cache: bool,
+    refresh_cache: bool,
+    redis_url: str | None,
+    cache_ttls: tuple[str, ...],
+    resume: bool,
     as_json: bool,
 ) -> int:
     """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
     from . import strategies
     from .orchestrator import Orchestrator
 
+    if resume:
+        from ._cli_resume import resume_run
+
+        return resume_run(goal, store_url=redis_url, as_json=as_json)
+    if replay_from and provider is None:
+        provider = "replay"
     if strategy is not None:
         strategies.get(strategy)  # an unknown name is a usage error (exit 2), before any run starts
     config = RunConfig(
@@ -177,6 +214,11 @@ def run_cmd(
             max_usd=max_usd,
         ),
         prices=_prices(prices),
+        replay_from=replay_from,
+        use_cache=not no_cache,
+        refresh_cache=refresh_cache,
+        store_url=redis_url,
+        cache_ttls=_ttls(cache_ttls),
     )
     orch = Orchestrator(config)
     live_view = err.is_terminal and not as_json
@@ -197,19 +239,26 @@ def run_cmd(
             return await orch.execute()
 
     run = asyncio.run(go())
+    if live_view:
+        err.print(render_tree(run.dag, f"shad {run.id}"))
+    return print_outcome(run, as_json)
+
+
+def print_outcome(run: Run, as_json: bool) -> int:
+    """The report (or the summary JSON) on stdout, one status line on stderr; returns the exit code."""
     if as_json:
         _print_json(run.summary)
-    else:
-        if live_view:
-            err.print(render_tree(run.dag, f"shad {run.id}"))
-        _print_report(run)
-        err.print(
-            f"[bold]{run.status.value}[/] · {run.summary['metrics']['total_tokens']} tokens · "
-            f"{run.summary['metrics']['llm_calls']} model calls · provider {escape(run.provider_name)} · "
-            f"report: {escape(run.report_path)}"
-        )
-        if run.summary.get("resume_command"):
-            err.print(f"to continue: [bold]{escape(run.summary['resume_command'])}[/]")
+        return run.exit_code
+    _print_report(run)
+    metrics = run.summary["metrics"]
+    cached = f" · {metrics['cache_hits']} from the cache" if metrics.get("cache_hits") else ""
+    err.print(
+        f"[bold]{run.status.value}[/] · {metrics['total_tokens']} tokens · "
+        f"{metrics['llm_calls']} model calls{cached} · provider {escape(run.provider_name)} · "
+        f"report: {escape(run.report_path)}"
+    )
+    if run.summary.get("resume_command"):
+        err.print(f"to continue: [bold]{escape(run.summary['resume_command'])}[/]")
     return run.exit_code
 
 
@@ -347,34 +396,3 @@ def runs_cmd(limit: int, as_json: bool) -> int:
         table.add_row(r["run_id"], r["status"], escape(r["goal"][:80]))
     out.print(table)
     return 0
-
-
-@click.command("resume")
-@click.argument("run_id")
-@click.option(
-    "--budget", "budget", metavar="+N|+P%", help="More tokens: +20000, or +25% of the original budget."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
-def resume_cmd(run_id: str, budget: str | None, as_json: bool) -> int:
-    """Continue a stopped run: finished nodes are kept, the rest runs again within the budget left."""
-    from ._run_api import aresume
-
-    previous = Run.load(run_id)
-    add = 0
-    if budget:
-        text = budget.strip().lstrip("+")
-        try:
-            add = (
-                int(previous.config.budgets.max_tokens * float(text[:-1]) / 100)
-                if text.endswith("%")
-                else int(text)
-            )
-        except ValueError as exc:
-            raise UsageError(f"--budget takes +N or +P%, got {budget!r}") from exc
-    run = asyncio.run(aresume(run_id, add_tokens=add))
-    if as_json:
-        _print_json(run.summary)
-    else:
-        _print_report(run)
-        err.print(f"[bold]{run.status.value}[/] · {run.summary['metrics']['total_tokens']} tokens this time")
-    return run.exit_code

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .config import Budgets, RunConfig
 from .llm import Provider
 from .run import Run
 
-__all__ = ["aresume", "arun", "resume", "run"]
+__all__ = ["areplay", "aresume", "arun", "replay", "resume", "run"]
 
 
 def _config(
@@ -80,14 +82,23 @@ async def aresume(
     run_id: str,
     *,
     add_tokens: int = 0,
+    max_tokens: int | None = None,
+    max_depth: int | None = None,
+    replay: str | None = None,
+    store_url: str | None = None,
     provider: Provider | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> Run:
-    """Continue a stopped run (budget, time, failure, kill) in its own history, with ``add_tokens`` more."""
-    from dataclasses import replace
+    """Continue a stopped run (budget, time, failure, kill) in its own history.
 
+    Finished nodes whose notes are unchanged are kept; stale ones are re-verified or run again;
+    ``replay`` ("NODE", "subtree:NODE" or "stale") runs nodes again on purpose. ``add_tokens`` raises
+    the budget by that much; ``max_tokens`` sets it; ``max_depth`` overrides the depth limit.
+    """
+    from ._resume_plan import parse_replay
     from .errors import ShadError, UsageError
     from .orchestrator import Orchestrator
+    from .store import open_store
 
     previous = Run.load(run_id)
     if previous.config is None:
@@ -95,21 +106,62 @@ async def aresume(
             f"run {run_id}'s vaults are no longer where they were", hint="move them back to resume"
         )
     config = previous.config
-    spent = int(previous.summary.get("metrics", {}).get("total_tokens", 0))
-    if config.budgets.max_tokens + add_tokens - spent < 1000:
-        raise UsageError(
-            f"run {run_id} has {config.budgets.max_tokens - spent} tokens left, too few to continue",
-            hint=f"resume with more: shad resume {run_id} --budget +50%",
+    parse_replay(replay, previous.dag)  # a bad --replay is a usage error before anything runs
+    url = store_url or _usable_url(config.store_url)
+    store = await asyncio.to_thread(open_store, url or os.environ.get("SHAD_STORE") or None)
+    try:
+        summarized = int(previous.summary.get("metrics", {}).get("total_tokens", 0))
+        spent = max(summarized, store.spent(previous.id))
+        total = (max_tokens if max_tokens is not None else config.budgets.max_tokens) + add_tokens
+        if total - spent < 1000:
+            raise UsageError(
+                f"run {run_id} has {total - spent} tokens left, too few to continue",
+                hint=f"resume with more: shad resume {run_id} --budget +50%",
+            )
+        budgets = replace(config.budgets, max_tokens=total, max_depth=max_depth or config.budgets.max_depth)
+        config = replace(config, budgets=budgets, store_url=url)
+        orchestrator = Orchestrator(
+            config, provider=provider, store=store, on_event=on_event, run_id=previous.id, replay=replay
         )
-    if add_tokens:
-        config = replace(
-            config, budgets=replace(config.budgets, max_tokens=config.budgets.max_tokens + add_tokens)
-        )
-    return await Orchestrator(config, provider=provider, on_event=on_event, run_id=previous.id).execute(
-        previous
-    )
+        return await orchestrator.execute(previous)
+    finally:
+        store.close()
+
+
+def _usable_url(url: str | None) -> str | None:
+    """A store URL from a run's manifest has its password masked: then the environment must say it."""
+    if url and "***" in url:
+        return os.environ.get("REDIS_URL") or None
+    return url
 
 
 def resume(run_id: str, **kwargs: Any) -> Run:
     """Synchronous ``aresume``."""
     return asyncio.run(aresume(run_id, **kwargs))
+
+
+async def areplay(run_id: str, *, on_event: Callable[[dict[str, Any]], None] | None = None) -> Run:
+    """Run a recorded run again as a new run, every model call answered from its recording
+    (``replay/manifest.json``): same DAG, decisions and citations, no model call made."""
+    from .errors import ShadError
+    from .orchestrator import Orchestrator
+
+    recorded = Run.load(run_id)
+    if recorded.config is None:
+        raise ShadError(
+            f"run {run_id}'s vaults are no longer where they were", hint="move them back to replay it"
+        )
+    if not (recorded.history.dir / "replay" / "manifest.json").exists():
+        raise ShadError(
+            f"run {run_id} has no recording (replay/manifest.json)",
+            hint="only runs that finished (or stopped cleanly) can be replayed",
+        )
+    config = replace(
+        recorded.config, provider="replay", replay_from=recorded.id, use_cache=False, store_url=None
+    )
+    return await Orchestrator(config, on_event=on_event).execute()
+
+
+def replay(run_id: str, **kwargs: Any) -> Run:
+    """Synchronous ``areplay``."""
+    return asyncio.run(areplay(run_id, **kwargs))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,12 @@ class RunConfig:
     include_history: bool = False  # may retrieval cite earlier runs' reports (Shad/History/)?
     code_mode: bool = True
     replay_from: str | None = None  # run id whose recorded model calls answer this run
+    use_cache: bool = True  # look finished work up in the cache (--no-cache: neither read nor write it)
+    refresh_cache: bool = False  # recompute everything, overwriting what the cache held (--refresh-cache)
+    store_url: str | None = (
+        None  # cache + ledger: redis://... or a SQLite path (default: $SHAD_STORE, REDIS_URL)
+    )
+    cache_ttls: dict[str, float] = field(default_factory=dict)  # vault (id, name or path) -> TTL seconds
     # USD per million (input, output) tokens, by model id: what ``budgets.max_usd`` is enforced with.
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
@@ -113,6 +120,14 @@ class RunConfig:
                     f"price of {model!r} must be (input, output) USD per million tokens, got {price!r}",
                     hint="e.g. --price claude-sonnet-5-5=3:15",
                 )
+        for vault, ttl in self.cache_ttls.items():
+            if not _is_number(ttl) or not ttl > 0:
+                raise UsageError(f"cache TTL of {vault!r} must be positive seconds (got {ttl!r})")
+        if self.provider == "replay" and not self.replay_from and not os.environ.get("SHAD_REPLAY"):
+            raise UsageError(
+                "the replay provider needs the run to replay",
+                hint="pass --from RUN_ID (or: shad replay RUN_ID)",
+            )
         for name in ("max_parallel", "max_llm"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -121,6 +136,8 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["vaults"] = list(self.vaults)
+        if self.store_url:  # a password in a Redis URL must never reach the history
+            data["store_url"] = re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", self.store_url)
         return data
 
     @classmethod

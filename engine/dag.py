@@ -51,6 +51,7 @@ class Node:
     finished_at: float | None = None
     error: dict[str, Any] | None = None
     note: str = ""  # why it was pruned, cached, decomposed or not
+    cache_key: str = ""  # where its result is (or would be) cached
 
     @property
     def duration_ms(self) -> float:

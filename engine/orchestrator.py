@@ -9,6 +9,7 @@ its parent synthesizes what its other children found, and the report lists the f
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -16,13 +17,16 @@ from typing import Any
 
 from . import citations as cite
 from . import strategies
-from .budget import Envelope, InProcessLedger, Ledger, child_envelopes
+from ._resume_plan import plan_resume
+from ._version import __version__
+from .budget import Envelope, Ledger, child_envelopes
+from .cache import CacheLookup, NodeCache
 from .codemode import Sandbox
 from .codemode_retriever import CodeModeRetriever
 from .config import RunConfig
 from .dag import Node, NodeStatus
 from .errors import ShadError
-from .history import HISTORY_FOLDER, History, new_run_id
+from .history import HISTORY_FOLDER, History, find_run, new_run_id
 from .llm import LLMRequest, LLMResponse, Provider, ProviderError, Recorder, Tier, default_provider_name
 from .llm import get as get_provider
 from .prompts import render
@@ -30,6 +34,7 @@ from .report import finish_run
 from .retrieval import DirectSearchRetriever, RetrievalResult, Retriever
 from .run import Run, RunStatus
 from .scheduler import AdaptiveLimiter
+from .store import Store, StoreUnavailableError, open_store
 from .synthesis import detect_conflicts, render_conflicts
 from .vault import VaultSet
 
@@ -51,12 +56,16 @@ class Orchestrator:
         *,
         provider: Provider | None = None,
         ledger: Ledger | None = None,
+        store: Store | None = None,
         retriever: Retriever | None = None,
         on_event: EventSink | None = None,
         run_id: str | None = None,
+        replay: str | None = None,
     ) -> None:
         self.config = config
-        self.ledger = ledger or InProcessLedger()
+        self._ledger = ledger
+        self._store = store
+        self.replay = replay  # resume: which nodes to run again regardless (NODE | subtree:NODE | stale)
         self._provider = provider
         self._retriever = retriever
         self.on_event = on_event
@@ -73,6 +82,10 @@ class Orchestrator:
         self.phase: dict[str, str] = {}
         self.cost_usd = 0.0
         self.cost_known = True
+        self.fresh: set[str] = set()  # nodes that must not be answered from the cache
+        self.previous_ok: set[str] = set()  # nodes a resumed run had finished before
+        self.reexecuted = 0
+        self.stale_nodes = 0
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -80,7 +93,13 @@ class Orchestrator:
         """Run the goal; with ``resume``, continue that run in its own history: finished nodes are kept,
         everything else (and every parent above it) runs again within what is left of the budget."""
         # The provider first: an unknown one must fail before a run folder exists.
-        provider = self._provider or get_provider(self.config.provider or default_provider_name())
+        provider = self._provider or self._make_provider()
+        if self._store is not None:
+            self.store = self._store
+        else:
+            url = self.config.store_url or os.environ.get("SHAD_STORE") or None
+            self.store = await asyncio.to_thread(open_store, url)
+        self.ledger: Ledger = self._ledger if self._ledger is not None else self.store
         if resume is None:
             history = History.create(self.run_id, self.config.vaults[0], self.config.history_dir)
         else:
@@ -89,20 +108,34 @@ class Orchestrator:
         self.run = run = Run(self.run_id, self.config, history, provider_name=self.provider.name)
         run.status = RunStatus.RUNNING
         history.write_json("run.manifest.json", run.manifest())
-        self.spent_before = int(resume.summary.get("metrics", {}).get("total_tokens", 0)) if resume else 0
-        self.ledger.open(self.run_id, self.config.budgets.max_tokens - self.spent_before)
+        await asyncio.to_thread(self._open_ledger, resume)
         if resume is None:
-            self.event("RUN_STARTED", goal=self.config.goal, provider=self.provider.name)
+            self.event(
+                "RUN_STARTED",
+                goal=self.config.goal,
+                provider=self.provider.name,
+                budgets=self.config.budgets.__dict__,
+            )
         try:
             self.vaults = await asyncio.to_thread(self._open_vaults)
+            self.cache = NodeCache(
+                self.store,
+                self.vaults,
+                run_id=self.run_id,
+                enabled=self.config.use_cache and self.config.provider != "replay",
+                refresh=self.config.refresh_cache,
+                vault_ttls=self.config.cache_ttls,
+            )
             self.retriever: Retriever = (
                 self._retriever
                 if self._retriever is not None
                 else await asyncio.to_thread(self._make_retriever)
             )
-            if resume is not None and len(resume.dag):
+            if resume is not None and any(n.status.ok or resume.dag.children(n.id) for n in resume.dag):
                 self._adopt(resume)
-            else:
+            else:  # nothing finished and no plan made: plan again (a plan that was made is in the cache)
+                if resume is not None:
+                    self.event("RUN_RESUMED", kept=[], rerun=[], replanned=True, replay=self.replay)
                 await self._plan()
             await self._run_dag()
         except asyncio.CancelledError:
@@ -119,26 +152,42 @@ class Orchestrator:
         await self.provider.aclose()
         if self.sandbox is not None:
             self.sandbox.close()
+        if self._store is None:
+            self.store.close()
         return run
 
+    def _make_provider(self) -> Provider:
+        name = self.config.provider or default_provider_name()
+        if name == "replay" and self.config.replay_from:
+            return get_provider(name, path=str(find_run(self.config.replay_from).dir))
+        return get_provider(name)
+
+    def _open_ledger(self, resume: Run | None) -> None:
+        """A shared ledger remembers what earlier sessions of the run spent; a fresh in-process one is
+        told from the stopped run's summary."""
+        total = self.config.budgets.max_tokens
+        summarized = int(resume.summary.get("metrics", {}).get("total_tokens", 0)) if resume else 0
+        self.spent_before = max(0, summarized - self.ledger.spent(self.run_id)) if resume else 0
+        self.ledger.open(self.run_id, total - self.spent_before)
+        if resume is not None and (resume.history.dir / "replay" / "manifest.json").exists():
+            calls = resume.history.read_json("replay/manifest.json").get("calls", [])
+            self.provider.adopt(calls, origin="earlier session")
+
     def _adopt(self, previous: Run) -> None:
-        """Take over a stopped run's DAG: keep what finished well, reset the rest and their parents."""
+        """Take over a stopped run's DAG: trust finished nodes whose notes are unchanged, re-verify or
+        re-run the stale ones, run what did not finish (and the parents above it)."""
         dag, self.run.dag = previous.dag, previous.dag
         self.run.strategy = previous.strategy
-        redo = {n.id for n in dag if not n.status.ok}
-        for node_id in list(redo):
-            parent = dag.node(node_id).parent
-            while parent is not None:
-                redo.add(parent)
-                parent = dag.node(parent).parent
-        for node_id in redo:
-            node = dag.node(node_id)
-            node.status, node.answer, node.error, node.note = NodeStatus.CREATED, "", None, ""
-            node.started_at = node.finished_at = None
+        self.previous_ok = {n.id for n in dag if n.status.ok}
+        plan = plan_resume(dag, self.cache, self.replay)
+        self.fresh, self.stale_nodes = set(plan.fresh), len(plan.stale)
+        for node_id in plan.reverified:
+            self.event("NODE_REVERIFIED", node=node_id)
         root = dag.root()
         total = self.ledger.remaining(self.run_id)
         self.envelopes[root.id] = (Envelope.for_parent if dag.children(root.id) else Envelope.for_leaf)(total)
-        self.event("RUN_RESUMED", kept=len(dag) - len(redo), rerun=sorted(redo), budget_left=total)
+        self.event("RUN_RESUMED", **plan.to_dict(), replay=self.replay, budget_left=total)
+        self._save_dag()
 
     def _make_retriever(self) -> Retriever:
         """Code Mode (model-written scripts in the sandbox) unless turned off or impossible here."""
@@ -194,6 +243,7 @@ class Orchestrator:
         self.event("NODE_CREATED", node=root.id, task=goal, stage="goal")
         if decompose:
             await self._decompose(root, decision.strategy)
+        self._save_dag()
 
     async def _decompose(
         self, parent: Node, strategy: str, skeleton: strategies.Skeleton | None = None, min_children: int = 1
@@ -224,10 +274,20 @@ class Orchestrator:
             node_id=parent.id,
         )
         data: Any = None
-        try:
-            data = (await self._call(parent, request)).data
-        except ProviderError as exc:  # the model's plan is unusable: the skeleton's own plan stands in
-            self.run.failures.append(_failure(parent.id, "decompose", exc, fallback="skeleton plan"))
+        key = self._node_key(parent, f"plan-{skeleton.name}", request.tier.value, {"inputs": inputs})
+        found = await self._lookup(parent, key, purpose="plan")
+        if found.value is not None:
+            data = found.value.get("data")
+        else:
+            mark = self.provider.mark()
+            try:
+                data = (await self._call(parent, request)).data
+                calls = self.provider.since(mark, parent.id, ("decompose",))
+                await asyncio.to_thread(
+                    self.cache.save, key, {"data": data, "calls": calls}, [], verified=True
+                )
+            except ProviderError as exc:  # the model's plan is unusable: the skeleton's own plan stands in
+                self.run.failures.append(_failure(parent.id, "decompose", exc, fallback="skeleton plan"))
         plan = strategies.validate_plan(
             data, skeleton, max_nodes=room, max_branching=budgets.max_branching, goal=parent.task
         )
@@ -250,7 +310,16 @@ class Orchestrator:
                 )
             )
             self.envelopes[node.id] = Envelope.for_leaf(share)
-            self.event("NODE_CREATED", node=node.id, task=node.task, stage=node.stage, parent=parent.id)
+            self.event(
+                "NODE_CREATED",
+                node=node.id,
+                task=node.task,
+                stage=node.stage,
+                parent=parent.id,
+                hard_deps=node.hard_deps,
+                soft_deps=node.soft_deps,
+            )
+        self._save_dag()
         return len(plan.nodes)
 
     # --- the DAG -------------------------------------------------------------------------------------
@@ -280,23 +349,34 @@ class Orchestrator:
         self.phase[node.id] = phase
         if phase == "retrieve" and await self._split_further(node):
             return  # it has children now: it runs again, to synthesize them, once they have finished
+        mark = self.provider.mark()
         try:
             if phase == "synthesize":
-                await self._synthesize(node)
+                hit = await self._synthesize(node)
             else:
-                await self._answer_leaf(node)
-            node.status = NodeStatus.SUCCEEDED
+                hit = await self._answer_leaf(node)
+            # What dependents read, set before the status says "done" (the await below lets them run).
+            node.packet = {"summary": node.answer[:400], "keywords": node.retrieval.get("queries", [])}
+            node.status = NodeStatus.CACHE_HIT if hit else NodeStatus.SUCCEEDED
+            if not hit:
+                self.reexecuted += node.id in self.previous_ok
+                await asyncio.to_thread(self._save_result, node, mark)
         except BudgetExhausted as exc:
             self.stop_reason = exc.message
             self._prune(node, exc.message)
             return
+        except StoreUnavailableError as exc:  # the shared store is gone: stop cleanly, resumable later
+            self.stop_reason = f"the cache and ledger store is unavailable: {exc.message}"
+            self.event("STORE_UNAVAILABLE", node=node.id, message=exc.message)
+            if not node.status.ok:  # a result already made (only its caching failed) is kept
+                self._prune(node, self.stop_reason)
+                return
         except Exception as exc:  # one node failing must not end the run
             node.status = NodeStatus.FAILED
             node.error = _failure(node.id, self.phase.get(node.id, phase), exc)
             self.run.failures.append(node.error)
             self.run.history.write_json(f"errors/{node.id}.json", node.error)
         node.finished_at = time.time()
-        node.packet = {"summary": node.answer[:400], "keywords": node.retrieval.get("queries", [])}
         self.run.history.append("metrics/nodes.jsonl", self.run.node_metrics(node))
         self.event(
             f"NODE_{node.status.value}",
@@ -304,7 +384,9 @@ class Orchestrator:
             tokens=node.tokens,
             duration_ms=node.duration_ms,
             error=(node.error or {}).get("message"),
+            **({"key": node.cache_key} if node.status is NodeStatus.CACHE_HIT else {}),
         )
+        self._save_dag()
 
     async def _split_further(self, node: Node) -> bool:
         """Recursion below the first level: a subtask whose own wording makes several asks is split, while
@@ -338,23 +420,29 @@ class Orchestrator:
         self.event("NODE_DECOMPOSED", node=node.id, children=[c.id for c in self.run.dag.children(node.id)])
         return True
 
-    async def _answer_leaf(self, node: Node) -> None:
-        async with self.local:
-            result: RetrievalResult = await self.retriever.retrieve(node.task, self.config.goal, node.id)
-        node.retrieval = {**result.to_dict(), "context": [c.to_dict() for c in result.context]}
-        self.event("NODE_RETRIEVED", node=node.id, items=len(result.context), score=result.retrieval_score)
-        if not result.context:
-            node.answer = "The vault holds nothing relevant to this subtask."
-            node.note = "no relevant notes found; no model call made"
-            return
-        self.phase[node.id] = "answer"
+    async def _answer_leaf(self, node: Node) -> bool:
+        """Retrieve, answer, verify; returns True when the cache answered instead."""
         packets = [
             self.run.dag.node(d).packet | {"node_id": d}
             for d in node.soft_deps + node.hard_deps
             if d in self.run.dag and self.run.dag.node(d).status.ok
         ]
+        node.cache_key = self._node_key(node, "answer", _tier(node).value, {"packets": packets})
+        if await self._from_cache(node):
+            return True
+        async with self.local:
+            result: RetrievalResult = await self.retriever.retrieve(node.task, self.config.goal, node.id)
+        context_dicts = [c.to_dict() for c in result.context]
+        notes = await asyncio.to_thread(self.cache.notes_used, context_dicts)
+        node.retrieval = {**result.to_dict(), "context": context_dicts, "notes": [list(n) for n in notes]}
+        self.event("NODE_RETRIEVED", node=node.id, items=len(result.context), score=result.retrieval_score)
+        if not result.context:
+            node.answer = "The vault holds nothing relevant to this subtask."
+            node.note = "no relevant notes found; no model call made"
+            return False
+        self.phase[node.id] = "answer"
         context = "\n\n".join(f"{c.text}\n{c.citation}" for c in result.context)
-        notes = "\n".join(f"- from {p['node_id']}: {p['summary']}" for p in packets)
+        findings = "\n".join(f"- from {p['node_id']}: {p['summary']}" for p in packets)
         request = LLMRequest(
             "answer",
             _tier(node),
@@ -363,7 +451,7 @@ class Orchestrator:
                 goal=self.config.goal,
                 task=node.task,
                 context=context,
-                packets=f"\nFindings of related subtasks:\n{notes}\n" if notes else "",
+                packets=f"\nFindings of related subtasks:\n{findings}\n" if findings else "",
             ),
             system=render("system"),
             node_id=node.id,
@@ -378,18 +466,26 @@ class Orchestrator:
         node.answer = (await self._call(node, request)).text.strip()
         self.phase[node.id] = "verify"
         self._verify(node)
+        return False
 
-    async def _synthesize(self, node: Node) -> None:
+    async def _synthesize(self, node: Node) -> bool:
+        """Merge the children's answers; returns True when the cache answered instead."""
         children = [c for c in self.run.dag.children(node.id) if c.status.ok and c.answer]
         if not children:
             raise ShadError("every subtask failed or was pruned: nothing to synthesize")
         items = [
             {"node_id": c.id, "task": c.task, "answer": c.answer, "citations": c.citations} for c in children
         ]
+        notes = {tuple(n) for c in children for n in c.retrieval.get("notes", [])}
+        node.retrieval = {"notes": sorted([list(n) for n in notes])}
+        tier = (Tier.ORCHESTRATOR if node.depth == 0 else Tier.WORKER).value
+        node.cache_key = self._node_key(node, "synthesize", tier, {"children": items})
+        if await self._from_cache(node):
+            return True
         text = "\n\n".join(f"## {c['task']}\n{c['answer']}" for c in items)
         request = LLMRequest(
             "synthesize",
-            Tier.ORCHESTRATOR if node.depth == 0 else Tier.WORKER,
+            Tier(tier),
             render("synthesize", goal=self.config.goal, task=node.task, children=text),
             system=render("system"),
             inputs={"goal": self.config.goal, "task": node.task, "children": items},
@@ -402,6 +498,7 @@ class Orchestrator:
             node.answer += "\n\n" + render_conflicts(conflicts)
             self.event("CONFLICTS_FOUND", node=node.id, count=len(conflicts))
         self._verify(node)
+        return False
 
     def _verify(self, node: Node) -> None:
         """Every citation must resolve in the vaults; unresolved ones are flagged in the answer."""
@@ -410,6 +507,73 @@ class Orchestrator:
         if unresolved:
             node.answer = cite.flag_unresolved(node.answer, resolved)
             self.event("CITATIONS_UNRESOLVED", node=node.id, count=len(unresolved))
+
+    # --- the cache -----------------------------------------------------------------------------------
+
+    def _node_key(self, node: Node, purpose: str, tier: str, extra: dict[str, Any]) -> str:
+        """The cache key of a node's work: its task and stage, plus all else the answer depends on
+        besides its notes (those are checked through the entry's fingerprint)."""
+        context = {
+            "goal": self.config.goal,
+            "vaults": list(self.config.vaults),
+            "provider": self.provider.name,
+            "model": self.config.models.get(tier),
+            "code_mode": self.config.code_mode,
+            "include_history": self.config.include_history,
+            "version": __version__,
+            **extra,
+        }
+        return self.cache.key(
+            strategy=self.run.strategy or "any", purpose=purpose, stage=node.stage, tier=tier, task=node.task,
+            context=context,
+        )  # fmt: skip
+
+    async def _lookup(self, node: Node, key: str, *, purpose: str) -> CacheLookup:
+        if node.id in self.fresh and purpose != "plan":
+            self.cache.misses += 1
+            found = CacheLookup(key, None, "forced")
+        else:
+            found = await asyncio.to_thread(self.cache.lookup, key)
+        if found.reason == "disabled":
+            return found
+        # A node answered from the cache ends with its own NODE_CACHE_HIT (its status); a plan has none.
+        if purpose == "plan":
+            kind = "PLAN_CACHE_HIT" if found.hit else "PLAN_CACHE_MISS"
+            self.event(kind, node=node.id, key=key, reason=found.reason, tier=found.tier)
+        elif not found.hit:
+            self.event("NODE_CACHE_MISS", node=node.id, key=key, purpose=purpose, reason=found.reason)
+        if found.value is not None:
+            self.provider.adopt(found.value.get("calls", []), origin=f"cache {found.tier}: {key}")
+        return found
+
+    async def _from_cache(self, node: Node) -> bool:
+        found = await self._lookup(node, node.cache_key, purpose=self.phase.get(node.id, "answer"))
+        if found.value is None:
+            return False
+        node.answer = str(found.value.get("answer", ""))
+        node.retrieval = dict(found.value.get("retrieval", {}))
+        node.note = f"answered from the cache ({found.tier})"
+        self._verify(node)  # citations are checked against the vaults as they are now
+        return True
+
+    def _save_result(self, node: Node, mark: int) -> None:
+        """Cache a node's fresh result with the notes it used and the model calls that made it."""
+        calls = [c for c in self.provider.since(mark, node.id) if c.get("purpose") != "decompose"]
+        notes = [(str(n[0]), str(n[1]), str(n[2])) for n in node.retrieval.get("notes", [])]
+        verified = bool(node.citations) and all(c.get("resolved") for c in node.citations)
+        value = {"answer": node.answer, "retrieval": node.retrieval, "tokens": node.tokens, "calls": calls}
+        self.cache.save(node.cache_key, value, notes, verified=verified)
+
+    def tokens_spent(self) -> int:
+        """Tokens the run has spent in all its sessions (the nodes' own count when the store is gone)."""
+        try:
+            return self.spent_before + self.ledger.spent(self.run_id)
+        except StoreUnavailableError:
+            return self.spent_before + sum(n.tokens for n in self.run.dag)
+
+    def _save_dag(self) -> None:
+        """dag.json after every change, so a killed run can be resumed from where it was."""
+        self.run.history.write_json("dag.json", self.run.dag.to_json())
 
     # --- model calls and budgets ---------------------------------------------------------------------
 

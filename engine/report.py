@@ -135,7 +135,7 @@ def finish_run(orch: Orchestrator) -> None:
         run.status = RunStatus.PARTIAL  # a budget or the clock stopped it: resumable, not broken
     run.finished_at = time.time()
     seconds = run.finished_at - run.started_at
-    tokens = orch.spent_before + orch.ledger.spent(run.id)
+    tokens = orch.tokens_spent()
     body = _body(run)
     resolved = (
         cite.resolve_citations(cite.extract_citations(body), orch.vaults) if hasattr(orch, "vaults") else []
@@ -156,7 +156,10 @@ def finish_run(orch: Orchestrator) -> None:
         "llm_calls": run.llm_calls,
         "nodes_total": len(run.dag),
         "nodes_executed": len(executed),
-        "cache_hits": sum(1 for n in run.dag if n.status is NodeStatus.CACHE_HIT),
+        "cache_hits": orch.cache.hits if hasattr(orch, "cache") else 0,
+        "cache_misses": orch.cache.misses if hasattr(orch, "cache") else 0,
+        "stale_nodes": orch.stale_nodes + (orch.cache.stale if hasattr(orch, "cache") else 0),
+        "reexecuted_nodes": orch.reexecuted,
         "duration_ms": round(seconds * 1000, 1),
         "cost_usd": round(orch.cost_usd, 6) if orch.cost_known else None,
         "llm_in_flight_peak": orch.llm.peak,

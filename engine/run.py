@@ -93,6 +93,8 @@ class Run:
             "context_items": len(node.retrieval.get("context", [])),
             "citations": len(node.citations),
             "error": (node.error or {}).get("error_class"),
+            "cache_key": node.cache_key,
+            "cache_hit": node.status is NodeStatus.CACHE_HIT,
         }
 
     @property
@@ -102,7 +104,7 @@ class Run:
 
     def metrics_frame(self) -> Any:
         try:
-            import pandas as pd  # type: ignore[import-untyped]
+            import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("metrics_frame() needs pandas: pip install pandas") from exc
         return pd.DataFrame(self.metrics)
@@ -122,6 +124,8 @@ class Run:
         run.summary = summary
         run.status = RunStatus(summary.get("status") or manifest.get("status", "RUNNING"))
         run.strategy = summary.get("strategy")
+        if run.strategy is None and (history.dir / "decisions" / "strategy.json").exists():
+            run.strategy = history.read_json("decisions/strategy.json").get("strategy")  # killed early
         run.dag = (
             Dag.from_json(history.read_json("dag.json")) if (history.dir / "dag.json").exists() else Dag()
         )

@@ -49,3 +49,11 @@ def shared_vaults() -> Path:
     if not SHARED_VAULTS.is_dir():
         pytest.skip(f"real vaults not available: {SHARED_VAULTS} does not exist")
     return SHARED_VAULTS
+
+
+@pytest.fixture(autouse=True)
+def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has its own cache and budget ledger, so a run in one test is never answered from the
+    cache another test filled (tests that share a store on purpose set SHAD_STORE themselves)."""
+    monkeypatch.setenv("SHAD_STORE", str(tmp_path / "shad-store.sqlite3"))
+    monkeypatch.delenv("REDIS_URL", raising=False)

@@ -659,7 +659,7 @@ def test_replay_reproduces_a_recorded_run_without_any_request(
     )
     replayed = asyncio.run(Orchestrator(config, provider=ReplayProvider(recorded.history.dir)).execute())
     assert server.count == requests  # not one request
-    assert replayed.status is RunStatus.SUCCESS and replayed.provider_name == "replay"
+    assert replayed.status is RunStatus.SUCCESS and replayed.provider_name == "replay", replayed.failures
     assert replayed.summary["failures"] == []
     assert [n.id for n in replayed.dag] == [n.id for n in recorded.dag]
     assert replayed.citations == recorded.citations

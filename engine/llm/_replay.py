@@ -311,6 +311,31 @@ class Recorder:
         with self._lock:
             return list(self._calls)
 
+    def mark(self) -> int:
+        """A position in the record; ``since`` returns what was recorded after it."""
+        with self._lock:
+            return len(self._calls)
+
+    def since(self, mark: int, node_id: str, purposes: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """The calls one node made after ``mark`` (others may interleave), optionally of some purposes."""
+        wanted = set(purposes) if purposes is not None else None
+        with self._lock:
+            return [
+                dict(c)
+                for c in self._calls[mark:]
+                if c.get("node_id") == node_id and (wanted is None or c.get("purpose") in wanted)
+            ]
+
+    def adopt(self, calls: Iterable[dict[str, Any]], *, origin: str) -> None:
+        """Add calls made elsewhere (an earlier session of this run, a cached result) to this record, so
+        the manifest can replay the whole run. ``origin`` says where they came from."""
+        with self._lock:
+            for call in calls:
+                entry = {k: v for k, v in call.items() if k != "seq"}
+                entry.setdefault("origin", origin)
+                entry["seq"] = len(self._calls)
+                self._calls.append(entry)
+
     def manifest(self) -> dict[str, Any]:
         return {
             "version": MANIFEST_VERSION,

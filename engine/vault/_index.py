@@ -173,6 +173,23 @@ class VaultIndex:
         assert self._sizes is not None
         return self._sizes[0]
 
+    def content_hashes(self, paths: list[str]) -> dict[str, str]:
+        """The indexed content hash (sha256) of each of ``paths`` that the index holds; a path it does not
+        hold (deleted, never indexed) is left out. What caches fingerprint a node's notes with."""
+        state = (
+            self._state
+            if self._state is not None and self.meta("generation") == self._state_generation
+            else None
+        )
+        if state is not None:
+            return {p: state[p][3] for p in paths if p in state}
+        found: dict[str, str] = {}
+        for i in range(0, len(paths), 500):
+            chunk = paths[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.query(f"SELECT path, hash FROM files WHERE path IN ({marks})", chunk))
+        return found
+
     def capped_count(self, match: str, cap: int, table: str = "fts") -> int:
         """How many rows of ``table`` (fts or names) match, counting no further than ``cap``: cheap even
         for common words. Cached until the index changes."""

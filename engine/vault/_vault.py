@@ -135,6 +135,10 @@ class Vault:
             self.refresh()
         return self.index
 
+    def content_hashes(self, paths: list[str]) -> dict[str, str]:
+        """Content hash of each note path the (refreshed) index holds; unknown paths are left out."""
+        return self._ready().content_hashes(paths)
+
     def close(self) -> None:
         with self._lock:
             if self._index is not None:

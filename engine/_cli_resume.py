@@ -1,0 +1,119 @@
+"""``shad resume`` and ``shad replay``: continue a stopped run, or run a recorded one again for free."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+from rich.markup import escape
+
+from ._cli_run import err, print_outcome
+from .errors import ShadError, UsageError
+from .run import Run
+
+__all__ = ["replay_cmd", "resume_cmd", "resume_run"]
+
+
+def _extra_tokens(previous: Run, budget: str | None) -> int:
+    if not budget:
+        return 0
+    text = budget.strip().lstrip("+")
+    try:
+        if text.endswith("%"):
+            base = previous.config.budgets.max_tokens if previous.config is not None else 0
+            return int(base * float(text[:-1]) / 100)
+        return int(text)
+    except ValueError as exc:
+        raise UsageError(f"--budget takes +N or +P%, got {budget!r}", hint="e.g. --budget +25%") from exc
+
+
+def resume_run(
+    run_id: str,
+    *,
+    budget: str | None = None,
+    max_tokens: int | None = None,
+    max_depth: int | None = None,
+    replay: str | None = None,
+    store_url: str | None = None,
+    as_json: bool = False,
+) -> int:
+    from ._run_api import aresume
+
+    if budget and max_tokens is not None:
+        raise UsageError("give --budget or --max-tokens, not both")
+    previous = Run.load(run_id)
+    run = asyncio.run(
+        aresume(
+            run_id,
+            add_tokens=_extra_tokens(previous, budget),
+            max_tokens=max_tokens,
+            max_depth=max_depth,
+            replay=replay,
+            store_url=store_url,
+        )
+    )
+    if not as_json:
+        resumed = [e for e in run.events if e.get("type") == "RUN_RESUMED"]
+        if resumed:
+            last = resumed[-1]
+            err.print(
+                f"resumed {escape(run.id)}: {len(last.get('kept', []))} nodes kept, "
+                f"{len(last.get('reverified', []))} re-verified, {len(last.get('rerun', []))} run again"
+            )
+    return print_outcome(run, as_json)
+
+
+@click.command("resume")
+@click.argument("run_id")
+@click.option("--replay", metavar="NODE|subtree:NODE|stale", help="Run these nodes again on purpose.")
+@click.option("--budget", metavar="+N|+P%", help="More tokens: +20000, or +25% of the original budget.")
+@click.option("--max-tokens", type=int, help="The run's token budget, in all (instead of --budget).")
+@click.option("--max-depth", type=int, help="A new depth limit.")
+@click.option(
+    "--redis", "redis_url", metavar="URL", help="Cache and ledger on this Redis (default: REDIS_URL)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
+def resume_cmd(
+    run_id: str,
+    replay: str | None,
+    budget: str | None,
+    max_tokens: int | None,
+    max_depth: int | None,
+    redis_url: str | None,
+    as_json: bool,
+) -> int:
+    """Continue a stopped run: finished nodes whose notes are unchanged are kept, stale ones are
+    re-verified (or run again), the rest runs within the budget left. Every resume is an event in the
+    run's own history."""
+    return resume_run(
+        run_id,
+        budget=budget,
+        max_tokens=max_tokens,
+        max_depth=max_depth,
+        replay=replay,
+        store_url=redis_url,
+        as_json=as_json,
+    )
+
+
+@click.command("replay")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
+def replay_cmd(run_id: str, as_json: bool) -> int:
+    """Run RUN_ID again as a new run, every model call answered from its recording: the same DAG,
+    decisions and citations, and no model call made."""
+    from ._run_api import areplay
+
+    run = asyncio.run(areplay(run_id))
+    diverged = [f for f in run.failures if "does not have" in str(f.get("message", ""))]
+    if diverged:
+        first = diverged[0]
+        raise ShadError(
+            f"the replay of {run_id} diverged at node {first.get('node_id')}: {first.get('message')}",
+            hint=f"the partial replay is in {run.history.dir}; run it live, or record it again",
+            run_id=run.id,
+        )
+    if not as_json:
+        calls = run.summary["metrics"]["llm_calls"]
+        err.print(f"replayed {escape(run_id)} as {escape(run.id)}: {calls} calls answered from the recording")
+    return print_outcome(run, as_json)

@@ -1,0 +1,111 @@
+"""Content-addressed resume: which nodes of a stopped run to trust, re-verify or run again.
+
+A finished node records the notes it used with their content hashes. On resume a node whose notes
+still hash the same is trusted as it is. A node whose notes changed is *stale*: if none of the notes it
+cites changed, its answer still stands (re-verified); otherwise it runs again, bypassing the cache.
+Every node that did not finish runs again, and so does every parent above a node that runs again (its
+synthesis is then usually a cache hit, since the children's answers are part of its key).
+
+``--replay`` forces work: ``NODE_ID`` runs that node again, ``subtree:NODE_ID`` the node and everything
+below it, ``stale`` every stale node (no re-verification).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cache import NodeCache
+from .dag import Dag, NodeStatus
+from .errors import UsageError
+
+__all__ = ["ResumePlan", "parse_replay", "plan_resume"]
+
+
+@dataclass
+class ResumePlan:
+    kept: list[str] = field(default_factory=list)
+    reverified: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    redo: set[str] = field(default_factory=set)  # reset to CREATED: they run again (the cache may answer)
+    fresh: set[str] = field(default_factory=set)  # they run again without asking the cache
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kept": sorted(self.kept),
+            "reverified": sorted(self.reverified),
+            "stale": sorted(self.stale),
+            "rerun": sorted(self.redo),
+            "fresh": sorted(self.fresh),
+        }
+
+
+def parse_replay(spec: str | None, dag: Dag) -> tuple[str, str | None]:
+    """``None`` -> ("", None); ``stale`` -> ("stale", None); ``subtree:X`` -> ("subtree", X);
+    ``X`` -> ("node", X)."""
+    if not spec:
+        return "", None
+    if spec == "stale":
+        return "stale", None
+    kind, node_id = ("subtree", spec.split(":", 1)[1]) if spec.startswith("subtree:") else ("node", spec)
+    if node_id not in dag:
+        known = ", ".join(sorted(n.id for n in dag)[:12])
+        raise UsageError(f"--replay names no node of this run: {node_id!r}", hint=f"nodes: {known}")
+    return kind, node_id
+
+
+def _subtree(dag: Dag, node_id: str) -> set[str]:
+    out, todo = set(), [node_id]
+    while todo:
+        current = todo.pop()
+        out.add(current)
+        todo += [c.id for c in dag.children(current)]
+    return out
+
+
+def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> ResumePlan:
+    """Decide, node by node, what a resume keeps and what it runs again; resets the latter in ``dag``."""
+    kind, target = parse_replay(replay, dag)
+    plan = ResumePlan()
+    roots = {v.id: str(v.root) for v in cache.vaults}
+    for node in dag:
+        if not node.status.ok:
+            plan.redo.add(node.id)
+            continue
+        changed = set(cache.changed(node.retrieval.get("notes") or []))
+        if not changed:
+            plan.kept.append(node.id)
+            continue
+        plan.stale.append(node.id)
+        cited = {f"{roots.get(c.get('vault', ''), '')}/{c.get('path', '')}" for c in node.citations}
+        if kind != "stale" and not (cited & changed):
+            plan.reverified.append(node.id)
+        else:
+            plan.redo.add(node.id)
+            plan.fresh.add(node.id)
+    if kind == "node" and target is not None:
+        plan.fresh.add(target)
+    elif kind == "subtree" and target is not None:
+        plan.fresh |= _subtree(dag, target)
+    plan.redo |= plan.fresh
+    # Whatever read a re-run node's findings, and every parent above it, runs again too.
+    changed_ids = set(plan.redo)
+    grew = True
+    while grew:
+        grew = False
+        for node in dag:
+            if node.id in plan.redo:
+                continue
+            reads = set(node.hard_deps) | set(node.soft_deps) | {c.id for c in dag.children(node.id)}
+            if reads & changed_ids:
+                plan.redo.add(node.id)
+                changed_ids.add(node.id)
+                grew = True
+    plan.kept = [n for n in plan.kept if n not in plan.redo]
+    plan.reverified = [n for n in plan.reverified if n not in plan.redo]
+    for node_id in plan.redo:
+        node = dag.node(node_id)
+        node.status, node.answer, node.error, node.note = NodeStatus.CREATED, "", None, ""
+        node.started_at = node.finished_at = None
+        node.tokens = node.llm_calls = 0
+    return plan
