@@ -11,7 +11,10 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from ._cli_run import export_cmd, resume_cmd, run_cmd, runs_cmd, status_cmd, trace_group
+from ._cli_batch import batch_cmd
+from ._cli_cache import cache_group
+from ._cli_resume import replay_cmd, resume_cmd
+from ._cli_run import export_cmd, run_cmd, runs_cmd, status_cmd, trace_group
 from ._cli_sandbox import sandbox_group
 from ._cli_vault import vault_group
 from ._version import __version__
@@ -28,9 +31,11 @@ def cli() -> None:
     """Shad (Shannon's Daemon): let a language model use an Obsidian vault far larger than its context."""
 
 
-for command in (run_cmd, resume_cmd, status_cmd, trace_group, export_cmd, runs_cmd, vault_group):
+for command in (run_cmd, resume_cmd, replay_cmd, status_cmd, trace_group, export_cmd, runs_cmd, vault_group):
     cli.add_command(command)
 cli.add_command(sandbox_group)
+cli.add_command(cache_group)
+cli.add_command(batch_cmd)
 
 
 def _fail(message: str, hint: str | None, code: int) -> int:
