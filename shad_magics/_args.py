@@ -1,0 +1,298 @@
+"""Parsing ``%%shad run`` and ``%shad SUBCOMMAND`` lines: quoting-aware (``shlex``), the same options as
+``shad run``, and every mistake a ``ShadUsageError`` that says what was wrong and how to write it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from ._errors import ShadUsageError
+from ._result import FORMATS
+
+__all__ = [
+    "FORMATS",
+    "SUBCOMMANDS",
+    "RunArgs",
+    "extra_tokens",
+    "interpolate",
+    "parse_config_pairs",
+    "parse_run",
+    "parse_subcommand",
+    "split_line",
+]
+
+SUBCOMMANDS = (
+    "run",
+    "status",
+    "trace",
+    "resume",
+    "export",
+    "runs",
+    "search",
+    "analyze",
+    "config",
+    "providers",
+)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and calling ``sys.exit`` (which would kill a
+    kernel's cell with SystemExit)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ShadUsageError(f"{self.prog}: {message}", hint=self.format_usage().strip())
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise ShadUsageError(message or f"{self.prog}: bad arguments", hint=self.format_usage().strip())
+
+
+def split_line(line: str) -> list[str]:
+    """Shell-like words: ``--vault "My Vault"`` is one value."""
+    try:
+        return shlex.split(line, posix=True)
+    except ValueError as exc:  # an unclosed quote
+        raise ShadUsageError(
+            f"cannot parse {line!r}: {exc}", hint='close the quote: --vault "My Vault"'
+        ) from exc
+
+
+@dataclass
+class RunArgs:
+    """A parsed ``%%shad run`` line. ``options`` holds only the engine options given on the line
+    (``RunConfig`` and ``Budgets`` field names), so session defaults fill the rest."""
+
+    vaults: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    output: str | None = None
+    background: bool = False
+    vars: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    format: str | None = None
+    widget: bool = True
+    help: bool = False
+
+
+def _run_parser() -> _Parser:
+    p = _Parser(prog="%%shad run", add_help=False, allow_abbrev=False)
+    add = p.add_argument
+    add("--vault", action="append", default=[], metavar="DIR", help="Vault folder (repeatable).")
+    add("--strategy", help="software, research, analysis, planning or creative (default: classified).")
+    add("--max-depth", type=int, help="Deepest decomposition level.")
+    add("--max-nodes", type=int, help="Most nodes in the DAG.")
+    add("--max-time", type=float, help="Wall-time budget in seconds.")
+    add("--max-tokens", type=int, help="Token budget.")
+    add("--max-usd", type=float, help="Stop once the model calls cost this much (needs --price).")
+    add("--price", action="append", default=[], metavar="MODEL=IN:OUT", help="USD per million tokens.")
+    add("--max-parallel", type=int, help="Nodes worked on at once.")
+    add("--max-llm", type=int, help="Model calls in flight.")
+    add("--concurrency-mode", choices=("adaptive", "fixed"))
+    add("--provider", help="anthropic, openai, claude-code, offline or replay (default: the session's).")
+    add("--model", action="append", default=[], metavar="TIER=ID", help="Model id for a tier.")
+    add("--history-dir", help="Where the run's history goes (default: <vault>/Shad/History/Runs).")
+    add("--include-history", action="store_true", default=None, help="Let retrieval cite earlier runs.")
+    add("--no-code-mode", action="store_true", help="Search directly instead of retrieval scripts.")
+    add("--profile", choices=("strict", "local", "extended"), help="Sandbox profile.")
+    add("--from", dest="replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
+    add("--no-cache", action="store_true", help="Neither read nor write the cache.")
+    add("--refresh-cache", action="store_true", help="Recompute everything and overwrite the cache.")
+    add("--redis", dest="store_url", metavar="URL", help="Cache and ledger on this Redis.")
+    add("--cache-ttl", action="append", default=[], metavar="VAULT=TTL", help="A vault's cache TTL (7d).")
+    add("-o", "--output", metavar="NAME", help="Bind the result to NAME in the notebook.")
+    add("--background", action="store_true", help="Return a RunHandle at once.")
+    add("--vars", default="", metavar="A,B", help="Notebook variables to put into the goal as {A}.")
+    add("--context", action="append", default=[], metavar="VAR_OR_PATH", help="Extra context (repeatable).")
+    add("-f", "--format", choices=FORMATS, help="How the result renders (default: markdown).")
+    add("--no-widget", action="store_true", help="Do not show the live DAG explorer.")
+    add("-h", "--help", action="store_true", help="Show this help.")
+    return p
+
+
+RUN_HELP = _run_parser().format_help()
+
+
+def _pairs(items: Sequence[str], what: str, example: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ShadUsageError(f"{what} takes {example.split()[0]}, got {item!r}", hint=f"e.g. {example}")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def parse_run(line: str) -> RunArgs:
+    """``run [options]`` (the word ``run`` already removed or not) -> ``RunArgs``."""
+    words = split_line(line)
+    if words and words[0] == "run":
+        words = words[1:]
+    ns = _run_parser().parse_args(words)
+    args = RunArgs(
+        vaults=list(ns.vault),
+        output=ns.output,
+        background=ns.background,
+        context=list(ns.context),
+        format=ns.format,
+        widget=not ns.no_widget,
+        help=ns.help,
+    )
+    if ns.output is not None and not _NAME.match(ns.output):
+        raise ShadUsageError(f"-o takes a Python name, got {ns.output!r}", hint="e.g. -o result")
+    args.vars = [v.strip() for v in ns.vars.split(",") if v.strip()]
+    for name in args.vars:
+        if not _NAME.match(name):
+            raise ShadUsageError(f"--vars takes Python names, got {name!r}", hint="e.g. --vars topic,year")
+    opts: dict[str, Any] = {}
+    simple = {
+        "strategy": "strategy",
+        "max_depth": "max_depth",
+        "max_nodes": "max_nodes",
+        "max_time": "max_wall_time",
+        "max_tokens": "max_tokens",
+        "max_usd": "max_usd",
+        "max_parallel": "max_parallel",
+        "max_llm": "max_llm",
+        "concurrency_mode": "concurrency_mode",
+        "provider": "provider",
+        "history_dir": "history_dir",
+        "include_history": "include_history",
+        "profile": "profile",
+        "replay_from": "replay_from",
+        "store_url": "store_url",
+    }
+    for dest, name in simple.items():
+        value = getattr(ns, dest)
+        if value is not None:
+            opts[name] = value
+    if ns.no_code_mode:
+        opts["code_mode"] = False
+    if ns.no_cache:  # only when given: the engine's defaults stay the engine's
+        opts["use_cache"] = False
+    if ns.refresh_cache:
+        opts["refresh_cache"] = True
+    if ns.model:
+        opts["models"] = {
+            k.lower(): v for k, v in _pairs(ns.model, "--model", "TIER=ID leaf=claude-haiku-4-5")
+        }
+    if ns.price:
+        opts["prices"] = {m: _rates(m, r) for m, r in _pairs(ns.price, "--price", "MODEL=IN:OUT m=3:15")}
+    if ns.cache_ttl:
+        opts["cache_ttls"] = {v: _ttl(t) for v, t in _pairs(ns.cache_ttl, "--cache-ttl", "VAULT=TTL docs=7d")}
+    if ns.replay_from and "provider" not in opts:
+        opts["provider"] = "replay"  # as `shad run --from`: replaying is the only use of a recorded run
+    args.options = opts
+    return args
+
+
+def _rates(model: str, text: str) -> tuple[float, float]:
+    try:
+        rate_in, rate_out = (float(x) for x in text.split(":"))
+    except ValueError as exc:
+        raise ShadUsageError(
+            f"--price {model}= takes IN:OUT (USD per million tokens), got {text!r}",
+            hint="e.g. --price m=3:15",
+        ) from exc
+    return rate_in, rate_out
+
+
+def _ttl(text: str) -> float:
+    from engine.cache import parse_ttl
+
+    try:
+        return parse_ttl(text)
+    except ValueError as exc:
+        raise ShadUsageError(f"bad --cache-ttl: {exc}", hint="e.g. --cache-ttl docs=7d") from exc
+
+
+def interpolate(goal: str, names: Sequence[str], namespace: Mapping[str, Any]) -> str:
+    """Put the named notebook variables into ``{name}`` places of the goal. Only names listed in
+    ``--vars`` are touched: every other brace stays as written."""
+    for name in names:
+        if name not in namespace:
+            raise ShadUsageError(
+                f"--vars names {name!r}, which is not defined in the notebook",
+                hint=f"define it first ({name} = ...) or drop it from --vars",
+            )
+    if not names:
+        return goal
+    pattern = re.compile(r"\{(" + "|".join(re.escape(n) for n in names) + r")\}")
+    return pattern.sub(lambda m: str(namespace[m.group(1)]), goal)
+
+
+def _sub_parsers() -> dict[str, _Parser]:
+    parsers: dict[str, _Parser] = {}
+
+    def new(name: str) -> _Parser:
+        parsers[name] = _Parser(prog=f"%shad {name}", add_help=False, allow_abbrev=False)
+        return parsers[name]
+
+    new("status").add_argument("run_id")
+    p = new("trace")
+    p.add_argument("run_id")
+    p.add_argument("node", nargs="?")
+    p = new("resume")
+    p.add_argument("run_id")
+    p.add_argument("--budget", metavar="+N|+P%", help="More tokens: +20000, or +25%% of the original budget.")
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--max-depth", type=int)
+    p.add_argument("--replay", metavar="NODE|subtree:NODE|stale")
+    p.add_argument("-o", "--output", metavar="NAME")
+    p.add_argument("-f", "--format", choices=FORMATS)
+    p.add_argument("--background", action="store_true")
+    p.add_argument("--no-widget", action="store_true")
+    p = new("export")
+    p.add_argument("run_id")
+    p.add_argument("dir")
+    new("runs").add_argument("--limit", type=int, default=20)
+    p = new("search")
+    p.add_argument("query", nargs="+")
+    p.add_argument("--vault", action="append", default=[], metavar="DIR")
+    p.add_argument("--limit", type=int, default=10)
+    new("analyze").add_argument("run_id")
+    new("config").add_argument("pairs", nargs="*", metavar="KEY=VALUE")
+    new("providers")
+    return parsers
+
+
+def parse_subcommand(line: str) -> tuple[str, argparse.Namespace]:
+    """``%shad SUB ...`` -> (SUB, its arguments). Bare ``%shad`` or an unknown SUB is a usage error
+    that lists the subcommands."""
+    words = split_line(line)
+    listing = "subcommands: " + ", ".join(SUBCOMMANDS[1:]) + " (and the cell magic %%shad run)"
+    if not words:
+        raise ShadUsageError("%shad needs a subcommand", hint=listing)
+    sub, rest = words[0], words[1:]
+    parsers = _sub_parsers()
+    if sub == "run":
+        raise ShadUsageError("run is a cell magic: the cell body is the goal", hint="%%shad run [options]")
+    if sub not in parsers:
+        raise ShadUsageError(f"unknown subcommand {sub!r}", hint=listing)
+    ns = parsers[sub].parse_args(rest)
+    if getattr(ns, "output", None) is not None and not _NAME.match(ns.output):
+        raise ShadUsageError(f"-o takes a Python name, got {ns.output!r}", hint="e.g. -o result")
+    if sub in ("runs", "search") and ns.limit < 1:
+        raise ShadUsageError(f"--limit must be at least 1 (got {ns.limit})")
+    return sub, ns
+
+
+def parse_config_pairs(words: Sequence[str]) -> list[tuple[str, str]]:
+    """``key=value`` words, in order (``vault=A vault=B`` keeps both)."""
+    return _pairs(words, "%shad config", "KEY=VALUE provider=offline")
+
+
+def extra_tokens(base_max_tokens: int, budget: str | None) -> int:
+    """``--budget +20000`` or ``+25%`` (of ``base_max_tokens``) -> tokens to add."""
+    if not budget:
+        return 0
+    text = budget.strip().lstrip("+")
+    try:
+        value = int(base_max_tokens * float(text[:-1]) / 100) if text.endswith("%") else int(text)
+    except ValueError as exc:
+        raise ShadUsageError(f"--budget takes +N or +P%, got {budget!r}", hint="e.g. --budget +25%") from exc
+    if value < 0:
+        raise ShadUsageError(f"--budget adds tokens, got {budget!r}", hint="e.g. --budget +25%")
+    return value

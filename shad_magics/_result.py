@@ -1,0 +1,230 @@
+"""``ShadResult``: a finished run as a notebook object. It renders as the cited report, whose citations
+are links that open the note in Obsidian (``obsidian://open``) with a local-file link beside them, and
+carries the run's machine-readable outcome as ``application/vnd.shad.run+json`` for ``shad batch``."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from engine import Run, RunStatus
+from engine.citations import extract_citations
+
+from ._errors import ShadUsageError
+
+__all__ = ["FORMATS", "MIME", "ShadResult", "citation_links", "vault_roots"]
+
+FORMATS = ("markdown", "json", "text")
+MIME = "application/vnd.shad.run+json"
+_CODE = re.compile(r"(^(```|~~~).*?^\2[^\n]*$|`[^`\n]*`)", re.M | re.S)
+_FAILED = (RunStatus.FAILED, RunStatus.FAILED_WITH_DIAGNOSTIC)
+
+
+def _slug(name: str) -> str:
+    # The engine's vault id rule (engine.vault.Vault): a citation's ``vault`` is this id.
+    return re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", name).lower()).strip("-") or "vault"
+
+
+def vault_roots(vaults: Sequence[str]) -> dict[str, Path]:
+    """Vault id -> folder, ids made the way ``VaultSet`` makes them (a repeated name gets ``-2``...)."""
+    out: dict[str, Path] = {}
+    for v in vaults:
+        root = Path(v)
+        base = vault_id = _slug(root.name)
+        n = 2
+        while vault_id in out:
+            vault_id, n = f"{base}-{n}", n + 1
+        out[vault_id] = root
+    return out
+
+
+def _link_for(vault_root: Path, path: str, heading: str | None) -> tuple[str, str]:
+    """(obsidian URI, file URI) of a note. Obsidian names a vault by its folder name."""
+    target = path[:-3] if path.lower().endswith(".md") else path
+    file_param = target + (f"#{heading}" if heading else "")
+    uri = f"obsidian://open?vault={quote(vault_root.name, safe='')}&file={quote(file_param, safe='')}"
+    return uri, (vault_root / path).as_uri()
+
+
+def citation_links(citations: list[dict[str, Any]], roots: dict[str, Path]) -> list[dict[str, Any]]:
+    """The summary's citations, each with ``uri`` (obsidian://) and ``file`` (file://) when its vault
+    folder still exists (a ``--context`` vault is gone after the run: no link, the citation stays)."""
+    out = []
+    for c in citations:
+        item = dict(c)
+        root = roots.get(str(c.get("vault")))
+        if c.get("resolved") and root is not None and root.is_dir():
+            item["uri"], item["file"] = _link_for(root, str(c["path"]), c.get("heading"))
+        out.append(item)
+    return out
+
+
+def _escape_label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+class ShadResult:
+    """A finished run: ``.report``, ``.summary``, ``.metrics`` (DataFrame), ``.dag`` (networkx),
+    ``.citations``, ``.run``. ``format`` ("markdown", "json", "text") picks how it displays."""
+
+    def __init__(self, run: Run, *, format: str = "markdown", widget: Any = None) -> None:
+        if format not in FORMATS:
+            raise ShadUsageError(f"unknown result format {format!r}", hint=f"formats: {', '.join(FORMATS)}")
+        self.run = run
+        self.format = format
+        self.widget = widget  # the DagExplorer that showed the run, if any
+        roots = vault_roots(run.config.vaults) if run.config is not None else {}
+        self._roots = roots
+        self.citations: list[dict[str, Any]] = citation_links(run.citations, roots)
+        self._metrics: Any = None
+        self._markdown: str | None = None
+
+    # --- plain attributes --------------------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (its history folder's name)."""
+        return self.run.id
+
+    @property
+    def status(self) -> RunStatus:
+        """SUCCESS, PARTIAL, FAILED, NEEDS_HUMAN or FAILED_WITH_DIAGNOSTIC."""
+        return self.run.status
+
+    @property
+    def ok(self) -> bool:
+        """True when the run succeeded completely."""
+        return self.run.status is RunStatus.SUCCESS
+
+    @property
+    def report(self) -> str:
+        """The report note exactly as written to history (frontmatter and wikilinks included)."""
+        return self.run.report
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """``final.summary.json``: metrics, citations, failures, missing branches, stop reason."""
+        return self.run.summary
+
+    @property
+    def metrics(self) -> Any:
+        """One row per node (pandas DataFrame)."""
+        if self._metrics is None:
+            self._metrics = self.run.metrics_frame()
+        return self._metrics
+
+    @property
+    def dag(self) -> Any:
+        """The run's DAG as a ``networkx.DiGraph``: node attributes are each node's fields, edge ``kind``
+        is child / hard / soft."""
+        import networkx as nx
+
+        graph = nx.DiGraph(run_id=self.run.id)
+        for node in self.run.dag:
+            graph.add_node(node.id, **node.to_dict())
+        for a, b, data in self.run.dag.graph.edges(data=True):
+            if a in graph and b in graph:
+                graph.add_edge(a, b, **data)
+        return graph
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``application/vnd.shad.run+json`` payload."""
+        config = self.run.config
+        return {
+            "run_id": self.run.id,
+            "status": self.run.status.value,
+            "exit_code": self.run.exit_code,
+            "goal": self.summary.get("goal") or (config.goal if config is not None else ""),
+            "metrics": self.summary.get("metrics", {}),
+            "citations": self.citations,
+            "failures": list(self.summary.get("failures", self.run.failures)),
+            "history_dir": str(self.run.history.dir),
+        }
+
+    # --- rendering ---------------------------------------------------------------------------------------
+
+    def _body(self) -> str:
+        text = self.run.report
+        if text.startswith("---\n"):
+            end = text.find("\n---\n", 4)
+            if end != -1:
+                text = text[end + 5 :]
+        return text.lstrip("\n")
+
+    def _linked(self, text: str) -> str:
+        """Wikilinks outside code become ``[label](obsidian://...) [↗](file://...)``."""
+        by_path: dict[str, dict[str, Any]] = {}
+        for c in self.citations:
+            by_path.setdefault(str(c["path"]).lower(), c)
+        single = next(iter(self._roots), None) if len(self._roots) == 1 else None
+        links: dict[str, str] = {}
+        for cite in extract_citations(text):
+            found = by_path.get((cite.path + ".md").lower())
+            vault = cite.vault or (found or {}).get("vault") or single
+            root = self._roots.get(str(vault)) if vault else None
+            path = str(found["path"]) if found else cite.path + ".md"
+            if found is not None and not found.get("resolved"):
+                continue
+            if root is None or not (root / path).is_file():
+                continue
+            uri, file_uri = _link_for(root, path, f"^{cite.block}" if cite.block else cite.heading)
+            label = cite.alias or cite.raw[2:-2].split("|")[0]
+            links[cite.raw] = f"[{_escape_label(label)}](<{uri}>) [↗](<{file_uri}>)"
+        if not links:
+            return text
+        pattern = re.compile("|".join(re.escape(raw) for raw in sorted(links, key=len, reverse=True)))
+        pieces, at = [], 0
+        for m in _CODE.finditer(text):  # never inside code: a link there is an example, not a citation
+            pieces.append(pattern.sub(lambda x: links[x.group(0)], text[at : m.start()]))
+            pieces.append(m.group(0))
+            at = m.end()
+        pieces.append(pattern.sub(lambda x: links[x.group(0)], text[at:]))
+        return "".join(pieces)
+
+    def _banner(self) -> str:
+        status = self.run.status
+        if status in (RunStatus.SUCCESS, RunStatus.RUNNING, RunStatus.PENDING):
+            return ""
+        reason = self.summary.get("stop_reason") or (
+            "a human decision is needed" if status is RunStatus.NEEDS_HUMAN else "some parts did not finish"
+        )
+        more = f" — to continue: `%shad resume {self.run.id}`" if status not in _FAILED else ""
+        return f"> **⚠ {status.value}**: {reason}{more}\n\n"
+
+    @property
+    def markdown(self) -> str:
+        """The report without its frontmatter, citations as links."""
+        if self._markdown is None:
+            self._markdown = self._banner() + self._linked(self._body())
+        return self._markdown
+
+    def _status_line(self) -> str:
+        m = self.summary.get("metrics", {})
+        return (
+            f"Shad run {self.run.id}: {self.run.status.value} · {m.get('total_tokens', 0)} tokens · "
+            f"{m.get('llm_calls', 0)} model calls · provider {self.run.provider_name or '?'}"
+        )
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None, **kwargs: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        payload = self.to_json()
+        data: dict[str, Any] = {MIME: payload}
+        if self.format == "json":
+            data["application/json"] = payload
+            data["text/plain"] = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+        elif self.format == "text":
+            data["text/plain"] = f"{self._status_line()}\n\n{self._body()}"
+        else:
+            data["text/markdown"] = self.markdown
+            data["text/plain"] = f"{self._status_line()}\n\n{self._body()}"
+        metadata = {MIME: {"run_id": self.run.id, "status": self.run.status.value}}
+        return data, metadata
+
+    def __repr__(self) -> str:
+        return f"<ShadResult {self.run.id} {self.run.status.value}>"
