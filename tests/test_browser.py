@@ -1,0 +1,260 @@
+"""The DAG explorer in a real browser: JupyterLab serves the quickstart notebook, Chromium (driven by
+Playwright) runs all its cells, and the explorer must draw one element per DAG node and show a clicked
+node's task in its details panel.
+
+Slow (a Lab server, a kernel, a browser): deselect with ``-k "not browser"`` or set SHAD_SKIP_BROWSER=1.
+Skipped with the reason when Chromium, JupyterLab or Playwright is missing. Screenshots go to
+``tests/artifacts/browser/``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from _demo import DEMO
+
+REPO = Path(__file__).resolve().parents[1]
+QUICKSTART = REPO / "example_notebooks" / "quickstart.ipynb"
+ARTIFACTS = REPO / "tests" / "artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SERVER_START = 180.0  # seconds; the machine is slow and shared
+RUN_ALL = 600.0
+UI = 120_000  # milliseconds, for Playwright waits
+
+
+def _skip_reason() -> str | None:
+    if os.environ.get("SHAD_SKIP_BROWSER"):
+        return "SHAD_SKIP_BROWSER is set"
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    for module in ("jupyterlab", "playwright"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install {module})"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    notebook: str
+    log: Path
+
+    def api(self, path: str, method: str = "GET") -> Any:
+        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            body = reply.read()
+        return json.loads(body) if body else None
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+
+
+def _notebook(root: Path) -> str:
+    """The quickstart (fallback: a minimal notebook doing what it does), outputs cleared, on the
+    plain ``python3`` kernel: the notebook loads the magics itself, so the test does not depend on the
+    ``shad`` kernelspec being installed here."""
+    if QUICKSTART.exists():
+        nb = nbformat.read(QUICKSTART, as_version=4)
+    else:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            nbformat.v4.new_code_cell("%load_ext shad_magics"),
+            nbformat.v4.new_code_cell(
+                "%%shad run -o result --vault vault --provider offline\n"
+                "Compare washed and natural processing, then plan a first light roast."
+            ),
+            nbformat.v4.new_code_cell("from widgets import DagExplorer\n\nDagExplorer(result.run)"),
+        ]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "quickstart.ipynb")
+    return "quickstart.ipynb"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    shutil.copytree(DEMO, root / "vault")
+    notebook = _notebook(root)
+    # Lab's news prompt would cover part of the page (and it would fetch from the internet).
+    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "SHAD_VAULT")}
+    env.update(
+        SHAD_HOME=str(base / "shad-home"),
+        SHAD_STORE=str(base / "store.sqlite3"),
+        PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
+        JUPYTER_RUNTIME_DIR=str(base / "jupyter-runtime"),
+        IPYTHONDIR=str(base / "ipython"),
+    )
+    log = base / "server.log"
+    command = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.open_browser=False",
+        "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={base / 'settings'}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}", "--allow-root",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    lab = Lab(f"http://127.0.0.1:{port}", token, root, notebook, log)
+    try:
+        deadline = time.monotonic() + SERVER_START
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"JupyterLab exited with {server.returncode}:\n{lab.log_tail()}")
+            try:
+                lab.api("/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer within {SERVER_START:.0f} s:\n{lab.log_tail()}")
+                time.sleep(0.5)
+        yield lab
+    finally:
+        try:
+            lab.api("/api/shutdown", method="POST")  # shuts kernels down too
+            server.wait(timeout=60)
+        except (OSError, urllib.error.URLError, subprocess.TimeoutExpired):
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=30)
+
+
+def _kernel_idle(lab: Lab) -> bool:
+    sessions = [s for s in lab.api("/api/sessions") if s.get("path", "").endswith(lab.notebook)]
+    return bool(sessions) and sessions[0]["kernel"]["execution_state"] == "idle"
+
+
+def _wait(condition: Any, what: str, timeout: float, lab: Lab) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{lab.log_tail()}")
+        time.sleep(0.25)
+
+
+def _dag(lab: Lab, run_id: str) -> dict[str, dict[str, Any]]:
+    """The run's DAG as the engine saved it (inside the vault, the default history location)."""
+    found = list(lab.root.rglob(f"{run_id}/dag.json"))
+    assert found, f"no history for run {run_id} under {lab.root}"
+    return {n["id"]: n for n in json.loads(found[0].read_text())["nodes"]}
+
+
+def test_quickstart_renders_the_explorer_in_jupyterlab(lab: Lab) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(UI)
+            outside: list[str] = []
+            page.on(
+                "request",
+                lambda r: None if r.url.startswith((lab.url, "blob:", "data:")) else outside.append(r.url),
+            )
+            page.goto(f"{lab.url}/lab/tree/{lab.notebook}?token={lab.token}")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
+            _wait(lambda: _kernel_idle(lab), "the kernel to start", SERVER_START, lab)
+
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
+
+            def all_ran() -> bool:
+                errors = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+                texts = [t for t in errors.all_text_contents() if "Traceback" in t or "Error" in t]
+                assert not texts, f"a cell failed:\n{texts[0][:3000]}"
+                done = all(re.search(r"\[\d+\]", t) for t in prompts.all_text_contents())
+                return done and _kernel_idle(lab)
+
+            _wait(all_ran, "every cell to run", RUN_ALL, lab)
+
+            explorers = page.locator(".shad-dag")
+            page.wait_for_selector(".shad-dag .shad-dag__node")
+            assert explorers.count() >= 1
+            assert "Error displaying widget" not in (page.locator(".jp-Notebook").text_content() or "")
+            run_id = (explorers.last.locator(".shad-dag__run-id").text_content() or "").strip()
+            dag = _dag(lab, run_id)
+            for i in range(explorers.count()):  # the live explorer of %%shad run, and DagExplorer(run)
+                explorer = explorers.nth(i)
+                assert (explorer.locator(".shad-dag__run-id").text_content() or "").strip() == run_id
+                assert explorer.locator(".shad-dag__header .shad-dag__badge").text_content() == "SUCCESS"
+                nodes = explorer.locator(".shad-dag__node")
+                assert nodes.count() == len(dag)
+                shown = {nodes.nth(j).get_attribute("data-node-id") for j in range(nodes.count())}
+                assert shown == set(dag)
+                statuses = {nodes.nth(j).get_attribute("data-status") for j in range(nodes.count())}
+                assert statuses == {n["status"] for n in dag.values()}
+
+            explorer = explorers.last
+            explorer.scroll_into_view_if_needed()
+            leaf_id = next(i for i, n in dag.items() if n["parent"] and n["retrieval"].get("context"))
+            explorer.locator(f'.shad-dag__node[data-node-id="{leaf_id}"]').click()
+            panel = explorer.locator(".shad-dag__details")
+            panel.locator(".shad-dag__task").wait_for()
+            assert panel.locator(".shad-dag__details-id").text_content() == leaf_id
+            assert panel.locator(".shad-dag__task").text_content() == dag[leaf_id]["task"]
+            assert panel.locator(".shad-dag__script code").count() >= 1  # its retrieval script
+            assert panel.locator(".shad-dag__excerpt").count() == min(
+                20, len(dag[leaf_id]["retrieval"]["context"])
+            )
+            selected = explorer.locator(".shad-dag__node--selected")
+            assert selected.get_attribute("data-node-id") == leaf_id
+
+            explorer.screenshot(path=str(ARTIFACTS / "quickstart.png"))
+            page.screenshot(path=str(ARTIFACTS / "quickstart-page.png"), full_page=True)
+            assert not outside, f"the page fetched from outside the Lab server: {outside}"
+        finally:
+            browser.close()

@@ -1,0 +1,401 @@
+"""The explorer's model, without any widget: engine events (or a finished ``Run``) folded into the small
+state the front end draws — nodes, edges, the budget strip and the run's status.
+
+Only light fields live here (a node's task, status, tokens, timings); the heavy ones (context, script,
+answer) are read on demand by ``_details`` when the user opens a node.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine import Run
+
+__all__ = ["FINISHED", "DagState", "Snapshot", "budget_limits"]
+
+FINISHED = frozenset({"SUCCEEDED", "CACHE_HIT", "FAILED", "PRUNED"})
+TASK_CHARS = 240  # the node list carries a task preview; the details panel has the full text
+
+# An engine event that settles a node's status (NODE_CACHE_HIT doubles as a cache-lookup event: that one
+# carries a ``key`` and is not terminal). NEEDS_HUMAN is the seam for checkpoint widgets.
+_STATUS_EVENTS = {
+    "NODE_STARTED": "STARTED",
+    "NODE_SUCCEEDED": "SUCCEEDED",
+    "NODE_CACHE_HIT": "CACHE_HIT",
+    "NODE_FAILED": "FAILED",
+    "NODE_PRUNED": "PRUNED",
+    "NODE_NEEDS_HUMAN": "NEEDS_HUMAN",
+}
+_PHASES = {
+    "decompose": "planning subtasks",
+    "script": "writing a retrieval script",
+    "answer": "answering",
+    "synthesize": "synthesizing its subtasks",
+}
+_NODE_EVENTS = frozenset(
+    {
+        *_STATUS_EVENTS,
+        "NODE_CREATED",
+        "NODE_DECOMPOSED",
+        "NODE_RETRIEVED",
+        "NODE_REVERIFIED",
+        "CITATIONS_UNRESOLVED",
+        "CONFLICTS_FOUND",
+    }
+)
+# Events after which the front end should see the state at once rather than at the next tick.
+URGENT = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+
+
+@dataclass
+class Snapshot:
+    """What the widget syncs: plain JSON-able values, fresh objects on every call."""
+
+    run_id: str
+    goal: str
+    status: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, str]]
+    budget: dict[str, Any]
+    notice: str
+
+
+@dataclass
+class _Node:
+    id: str
+    task: str
+    stage: str
+    depth: int
+    parent: str | None
+    order: int
+    status: str = "CREATED"
+    tokens: int = 0
+    llm_calls: int = 0
+    duration_ms: float = 0.0
+    phase: str = ""
+    note: str = ""
+    error: str = ""
+    items: int | None = None
+    score: float | None = None
+    started_ts: float | None = None
+    finished_ts: float | None = None
+    hard_deps: list[str] = field(default_factory=list)
+    soft_deps: list[str] = field(default_factory=list)
+    checkpoint: dict[str, Any] | None = None
+
+    def summary(self) -> dict[str, Any]:
+        task = self.task if len(self.task) <= TASK_CHARS else self.task[: TASK_CHARS - 1] + "…"
+        return {
+            "id": self.id,
+            "task": task,
+            "stage": self.stage,
+            "depth": self.depth,
+            "parent": self.parent,
+            "status": self.status,
+            "tokens": self.tokens,
+            "llm_calls": self.llm_calls,
+            "duration_ms": self.duration_ms,
+            "phase": self.phase,
+            "note": self.note,
+            "error": self.error,
+            "items": self.items,
+            "score": self.score,
+        }
+
+
+def budget_limits(budgets: Any) -> dict[str, Any]:
+    """Token, node and wall-time limits from a ``Budgets`` object or its dict form (RUN_STARTED)."""
+    data = budgets if isinstance(budgets, dict) else getattr(budgets, "__dict__", {})
+
+    def number(key: str) -> float | None:
+        value = data.get(key)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    tokens, nodes, wall = number("max_tokens"), number("max_nodes"), number("max_wall_time")
+    return {
+        "tokens_limit": int(tokens) if tokens is not None else None,
+        "nodes_limit": int(nodes) if nodes is not None else None,
+        "wall_limit_s": float(wall) if wall is not None else None,
+    }
+
+
+class DagState:
+    """Folds events into nodes and a budget strip. Not thread-safe: the widget holds a lock around it."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self, *, goal: str = "", limits: dict[str, Any] | None = None) -> None:
+        self.run_id = ""
+        self.goal = goal
+        self.status = ""
+        self.notice = ""
+        self.nodes: dict[str, _Node] = {}
+        self.limits: dict[str, Any] = limits or budget_limits({})
+        self.tokens_used = 0
+        self.tokens_base = 0  # what earlier sessions of a resumed run spent
+        self.started_ts: float | None = None
+        self.wall_s: float | None = None  # fixed once the run has finished
+        self.changed: set[str] = set()  # nodes changed since the last snapshot
+
+    # --- live events ---------------------------------------------------------------------------------
+
+    def expect(self, goal: str, budgets: Any) -> None:
+        """A run is about to start: show its goal and limits before the first event arrives."""
+        self.reset(goal=goal, limits=budget_limits(budgets))
+        self.status = "PENDING"
+
+    def apply(self, record: dict[str, Any]) -> bool:
+        """Fold one engine event in; True when it ends the run (the front end should see it at once)."""
+        kind = str(record.get("type", ""))
+        ts = _number(record.get("ts")) or time.time()
+        run_id = str(record.get("run_id") or "")
+        if kind == "RUN_STARTED":
+            limits = record.get("budgets")
+            self.reset(
+                goal=str(record.get("goal") or self.goal),
+                limits=budget_limits(limits) if isinstance(limits, dict) else self.limits,
+            )
+        if run_id and not self.run_id:
+            self.run_id = run_id
+        if self.started_ts is None:
+            self.started_ts = ts
+        handler = getattr(self, f"_on_{kind.lower()}", None)
+        node_id = record.get("node")
+        if kind in _NODE_EVENTS and not (isinstance(node_id, str) and node_id):
+            return False  # about a node, but names none: nothing to draw
+        if handler is not None:
+            handler(record, ts)
+        elif kind in _STATUS_EVENTS and isinstance(node_id, str):
+            if kind == "NODE_CACHE_HIT" and "key" in record:
+                self._node(node_id, record).note = f"cache hit ({record.get('tier') or 'cache'})"
+            else:
+                self._settle(self._node(node_id, record), _STATUS_EVENTS[kind], record, ts)
+        return kind in URGENT
+
+    def _node(self, node_id: str, record: dict[str, Any] | None = None) -> _Node:
+        """The node, made on first sight: a resumed run never re-announces nodes it adopted."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            record = record or {}
+            parent = record.get("parent") if isinstance(record.get("parent"), str) else None
+            if parent is None and node_id != "root" and "root" in self.nodes:
+                parent = node_id.rsplit(".", 1)[0] if "." in node_id else "root"
+                parent = parent if parent in self.nodes else "root"
+            depth = self.nodes[parent].depth + 1 if parent in self.nodes else 0
+            node = _Node(
+                node_id,
+                str(record.get("task") or ""),
+                str(record.get("stage") or ""),
+                depth,
+                parent,
+                len(self.nodes),
+            )
+            self.nodes[node_id] = node
+        self.changed.add(node_id)
+        return node
+
+    def _settle(self, node: _Node, status: str, record: dict[str, Any], ts: float) -> None:
+        node.status = status
+        if status == "STARTED":
+            node.started_ts, node.finished_ts, node.phase = ts, None, "started"
+            if record.get("task") and not node.task:
+                node.task = str(record["task"])
+            return
+        if status == "NEEDS_HUMAN":
+            node.phase = "waiting for a human"
+            node.checkpoint = {k: v for k, v in record.items() if k not in ("ts", "run_id", "type", "node")}
+            return
+        node.finished_ts, node.phase = ts, ""
+        tokens = record.get("tokens")
+        if isinstance(tokens, int):
+            node.tokens = tokens
+        duration = _number(record.get("duration_ms"))
+        node.duration_ms = duration if duration is not None else node.duration_ms
+        reason = record.get("error") or record.get("reason")
+        if status in ("FAILED", "PRUNED") and reason:
+            node.error = str(reason)
+
+    def _on_run_started(self, record: dict[str, Any], ts: float) -> None:
+        self.status, self.started_ts = "RUNNING", ts
+
+    def _on_run_resumed(self, record: dict[str, Any], ts: float) -> None:
+        self.status, self.started_ts, self.wall_s, self.notice = "RUNNING", ts, None, ""
+        left = record.get("budget_left")
+        if isinstance(left, int) and self.limits.get("tokens_limit"):
+            # What earlier sessions spent, then this session's calls on top.
+            self.tokens_base, self.tokens_used = max(0, int(self.limits["tokens_limit"]) - left), 0
+
+    def _on_run_finished(self, record: dict[str, Any], ts: float) -> None:
+        self.status = str(record.get("status") or "FINISHED")
+        if isinstance(record.get("tokens"), int):
+            self.tokens_used, self.tokens_base = int(record["tokens"]), 0
+        duration = _number(record.get("duration_ms"))
+        self.wall_s = duration / 1000 if duration is not None else ts - (self.started_ts or ts)
+        for node in self.nodes.values():  # the engine prunes what never finished
+            if node.status not in FINISHED and node.status != "NEEDS_HUMAN":
+                node.status, node.phase = "PRUNED", ""
+                self.changed.add(node.id)
+
+    def _on_run_error(self, record: dict[str, Any], ts: float) -> None:
+        self.notice = f"{record.get('error', 'error')}: {record.get('message', '')}".strip(": ")
+
+    def _on_budget_exhausted(self, record: dict[str, Any], ts: float) -> None:
+        self.notice = f"stopping: {record.get('reason', 'a budget is used up')}"
+
+    def _on_store_unavailable(self, record: dict[str, Any], ts: float) -> None:
+        self.notice = f"stopping: the cache and ledger store is unavailable ({record.get('message', '')})"
+
+    def _on_node_created(self, record: dict[str, Any], ts: float) -> None:
+        node = self._node(str(record.get("node")), record)
+        node.task = str(record.get("task") or node.task)
+        node.stage = str(record.get("stage") or node.stage)
+        # Dependencies, when the event names them (else they appear once the run's DAG is loaded).
+        for key in ("hard_deps", "soft_deps"):
+            deps = record.get(key)
+            if isinstance(deps, list):
+                setattr(node, key, [str(d) for d in deps])
+
+    def _on_node_decomposed(self, record: dict[str, Any], ts: float) -> None:
+        node = self._node(str(record.get("node")), record)
+        node.status, node.phase = "CREATED", "waiting for its subtasks"
+        node.note = f"split into {len(record.get('children') or [])} subtasks"
+
+    def _on_node_reverified(self, record: dict[str, Any], ts: float) -> None:
+        self._node(str(record["node"]), record).note = "kept: re-verified against its changed notes"
+
+    def _on_node_retrieved(self, record: dict[str, Any], ts: float) -> None:
+        node = self._node(str(record.get("node")), record)
+        node.items = record.get("items") if isinstance(record.get("items"), int) else None
+        node.score = _number(record.get("score"))
+        node.phase = f"retrieved {node.items} passages"
+
+    def _on_llm_call(self, record: dict[str, Any], ts: float) -> None:
+        tokens = record.get("tokens") if isinstance(record.get("tokens"), int) else 0
+        self.tokens_used += int(tokens or 0)
+        if isinstance(record.get("node"), str):
+            node = self._node(record["node"], record)
+            node.tokens += int(tokens or 0)
+            node.llm_calls += 1
+            node.phase = _PHASES.get(str(record.get("purpose")), str(record.get("purpose") or ""))
+
+    def _on_citations_unresolved(self, record: dict[str, Any], ts: float) -> None:
+        self._node(str(record.get("node")), record).note = f"{record.get('count')} unresolved citation(s)"
+
+    def _on_conflicts_found(self, record: dict[str, Any], ts: float) -> None:
+        count = record.get("count")
+        self._node(str(record.get("node")), record).note = f"{count} conflict(s) between subtasks"
+
+    # --- a whole run ---------------------------------------------------------------------------------
+
+    def load_run(self, run: Run, *, finished: bool = True) -> None:
+        """Take every node from a run's DAG (a finished run, or a stopped one being resumed)."""
+        config, summary = run.config, run.summary or {}
+        budgets = config.budgets if config is not None else _manifest_budgets(run)
+        goal = config.goal if config is not None else str(summary.get("goal") or "")
+        self.reset(goal=goal, limits=budget_limits(budgets))
+        self.run_id = run.id
+        for order, n in enumerate(run.dag):  # the DAG keeps the order nodes were created in
+            self.nodes[n.id] = node = _Node(n.id, n.task, n.stage, n.depth, n.parent, order)
+            node.status, node.tokens, node.llm_calls = n.status.value, n.tokens, n.llm_calls
+            node.duration_ms, node.note = n.duration_ms, n.note
+            node.error = str((n.error or {}).get("message") or "")
+            node.started_ts, node.finished_ts = n.started_at, n.finished_at
+            node.hard_deps, node.soft_deps = list(n.hard_deps), list(n.soft_deps)
+            if n.retrieval.get("context") is not None:
+                node.items = len(n.retrieval.get("context") or [])
+                node.score = _number(n.retrieval.get("retrieval_score"))
+            if n.status.value == "PRUNED" and n.note and not node.error:
+                node.error = n.note
+        self.changed = set(self.nodes)
+        metrics = summary.get("metrics") or {}
+        spent = metrics.get("total_tokens")
+        self.tokens_used = int(spent) if isinstance(spent, int) else sum(n.tokens for n in run.dag)
+        if finished:
+            self.status = run.status.value
+            duration = _number(metrics.get("duration_ms"))
+            self.wall_s = duration / 1000 if duration is not None else _elapsed(run)
+            reason = summary.get("stop_reason")
+            self.notice = f"stopped: {reason}" if reason else ""
+        else:
+            self.status = "RUNNING"
+
+    def adopt(self, run: Run) -> None:
+        """A stopped run is being resumed: show its DAG as it was, keeping limits ``expect`` was given
+        (a resume may raise them)."""
+        limits, expected = self.limits, any(v is not None for v in self.limits.values())
+        self.load_run(run, finished=False)
+        if expected:
+            self.limits = limits
+
+    # --- what the front end sees ---------------------------------------------------------------------
+
+    def snapshot(self, now: float | None = None) -> Snapshot:
+        nodes = sorted(self.nodes.values(), key=lambda n: n.order)
+        edges = [
+            {"source": n.parent, "target": n.id, "kind": "child"} for n in nodes if n.parent in self.nodes
+        ]
+        for n in nodes:
+            for kind, deps in (("hard", n.hard_deps), ("soft", n.soft_deps)):
+                edges += [{"source": d, "target": n.id, "kind": kind} for d in deps if d in self.nodes]
+        if self.wall_s is not None:
+            wall = self.wall_s
+        elif self.started_ts is not None and self.status == "RUNNING":
+            wall = max(0.0, (now or time.time()) - self.started_ts)
+        else:
+            wall = 0.0
+        budget = {
+            "tokens_used": self.tokens_base + self.tokens_used,
+            "tokens_limit": self.limits.get("tokens_limit"),
+            "nodes_done": sum(1 for n in nodes if n.status in FINISHED),
+            "nodes_total": len(nodes),
+            "nodes_limit": self.limits.get("nodes_limit"),
+            "wall_s": round(wall, 2),
+            "wall_limit_s": self.limits.get("wall_limit_s"),
+        }
+        return Snapshot(
+            self.run_id, self.goal, self.status, [n.summary() for n in nodes], edges, budget, self.notice
+        )
+
+    def pop_changed(self) -> set[str]:
+        """The nodes changed since the last call (the widget refreshes an open details panel with it)."""
+        changed, self.changed = self.changed, set()
+        return changed
+
+    def live_node(self, node_id: str) -> dict[str, Any] | None:
+        """What the events said about one node (the details panel's base while the run is live)."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return None
+        return {
+            **node.summary(),
+            "task": node.task,
+            "started_at": node.started_ts,
+            "finished_at": node.finished_ts,
+            "hard_deps": list(node.hard_deps),
+            "soft_deps": list(node.soft_deps),
+            "children": [n.id for n in self.nodes.values() if n.parent == node_id],
+            "checkpoint": node.checkpoint,
+        }
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _elapsed(run: Run) -> float:
+    finished = run.finished_at or max((n.finished_at or 0.0 for n in run.dag), default=0.0)
+    return max(0.0, finished - run.started_at) if finished else 0.0
+
+
+def _manifest_budgets(run: Run) -> dict[str, Any]:
+    """A run loaded from history whose vaults have moved has no config object; its manifest still
+    records the budgets."""
+    try:
+        manifest = run.history.read_json("run.manifest.json")
+    except (OSError, ValueError):
+        return {}
+    budgets = manifest.get("config", {}).get("budgets", {}) if isinstance(manifest, dict) else {}
+    return budgets if isinstance(budgets, dict) else {}
