@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import networkx as nx
@@ -60,7 +60,9 @@ class Node:
         return round((self.finished_at - self.started_at) * 1000, 1)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Shallow: the nested values are plain JSON data already, and a deep copy of every node's context
+        # on every dag.json write costs more than the run's own bookkeeping.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["status"] = self.status.value
         data["duration_ms"] = self.duration_ms
         return data

@@ -34,9 +34,19 @@ class RunNotFoundError(ShadError):
     """No run with that id is known here."""
 
 
+_ISSUED: set[str] = set()
+_ISSUED_LOCK = threading.Lock()
+
+
 def new_run_id() -> str:
-    """Sortable and unique: ``20261122-031500-a1b2``."""
-    return dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    """Sortable and unique: ``20261122-031500-a1b2``. Four random hex digits could repeat within one
+    second of one process (a batch), so the process never hands out the same id twice."""
+    with _ISSUED_LOCK:
+        while True:
+            run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+            if run_id not in _ISSUED:
+                _ISSUED.add(run_id)
+                return run_id
 
 
 def _secret_values() -> list[str]:

@@ -42,6 +42,7 @@ __all__ = ["BudgetExhausted", "Orchestrator"]
 
 EventSink = Callable[[dict[str, Any]], None]
 MIN_CALL_TOKENS = 200  # below this, a call cannot do useful work: the budget counts as spent
+DAG_SAVE_INTERVAL = 0.25  # seconds between dag.json checkpoints
 FREE_PROVIDERS = frozenset({"offline", "replay", "stub"})  # no money changes hands
 
 
@@ -86,6 +87,7 @@ class Orchestrator:
         self.previous_ok: set[str] = set()  # nodes a resumed run had finished before
         self.reexecuted = 0
         self.stale_nodes = 0
+        self._dag_saved = -DAG_SAVE_INTERVAL
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -187,7 +189,7 @@ class Orchestrator:
         total = self.ledger.remaining(self.run_id)
         self.envelopes[root.id] = (Envelope.for_parent if dag.children(root.id) else Envelope.for_leaf)(total)
         self.event("RUN_RESUMED", **plan.to_dict(), replay=self.replay, budget_left=total)
-        self._save_dag()
+        self._save_dag(force=True)
 
     def _make_retriever(self) -> Retriever:
         """Code Mode (model-written scripts in the sandbox) unless turned off or impossible here."""
@@ -243,7 +245,7 @@ class Orchestrator:
         self.event("NODE_CREATED", node=root.id, task=goal, stage="goal")
         if decompose:
             await self._decompose(root, decision.strategy)
-        self._save_dag()
+        self._save_dag(force=True)
 
     async def _decompose(
         self, parent: Node, strategy: str, skeleton: strategies.Skeleton | None = None, min_children: int = 1
@@ -283,9 +285,9 @@ class Orchestrator:
             try:
                 data = (await self._call(parent, request)).data
                 calls = self.provider.since(mark, parent.id, ("decompose",))
-                await asyncio.to_thread(
-                    self.cache.save, key, {"data": data, "calls": calls}, [], verified=True
-                )
+                self.cache.save(
+                    key, {"data": data, "calls": calls}, [], verified=True
+                )  # on the loop: see _run_node
             except ProviderError as exc:  # the model's plan is unusable: the skeleton's own plan stands in
                 self.run.failures.append(_failure(parent.id, "decompose", exc, fallback="skeleton plan"))
         plan = strategies.validate_plan(
@@ -319,7 +321,7 @@ class Orchestrator:
                 hard_deps=node.hard_deps,
                 soft_deps=node.soft_deps,
             )
-        self._save_dag()
+        self._save_dag(force=True)
         return len(plan.nodes)
 
     # --- the DAG -------------------------------------------------------------------------------------
@@ -360,7 +362,9 @@ class Orchestrator:
             node.status = NodeStatus.CACHE_HIT if hit else NodeStatus.SUCCEEDED
             if not hit:
                 self.reexecuted += node.id in self.previous_ok
-                await asyncio.to_thread(self._save_result, node, mark)
+                # On the loop, before anything else runs: once the model slot is free another call
+                # may start, and a kill then must not lose an answer that was already paid for.
+                self._save_result(node, mark)
         except BudgetExhausted as exc:
             self.stop_reason = exc.message
             self._prune(node, exc.message)
@@ -571,9 +575,13 @@ class Orchestrator:
         except StoreUnavailableError:
             return self.spent_before + sum(n.tokens for n in self.run.dag)
 
-    def _save_dag(self) -> None:
-        """dag.json after every change, so a killed run can be resumed from where it was."""
-        self.run.history.write_json("dag.json", self.run.dag.to_json())
+    def _save_dag(self, force: bool = False) -> None:
+        """dag.json after changes (at most every quarter second), so a killed run resumes from where it
+        was; a node that finished in between is answered by the cache on resume, not paid twice."""
+        now = time.monotonic()
+        if force or now - self._dag_saved >= DAG_SAVE_INTERVAL:
+            self.run.history.write_json("dag.json", self.run.dag.to_json())
+            self._dag_saved = now
 
     # --- model calls and budgets ---------------------------------------------------------------------
 

