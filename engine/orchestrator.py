@@ -218,7 +218,7 @@ class Orchestrator:
             self.run.history.write_json(rel, data)
 
     def _open_vaults(self) -> VaultSet:
-        vaults = VaultSet(list(self.config.vaults))
+        vaults = VaultSet(list(self.config.vaults), include_history=self.config.include_history)
         for v in vaults:
             v.refresh()
         return vaults

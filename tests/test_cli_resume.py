@@ -129,3 +129,17 @@ def test_cache_commands(vault: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["cache", "clear", "--scope", "all"]) == 0
     assert main(["cache", "promote", "no-such-key"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_replay_matches_with_history_kept_inside_the_vault(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run reports land in the vault by default; they must not shift what a replayed run retrieves."""
+    goal = "Compare washed and natural processing, then plan a first light roast and explain how to rest it."
+    for _ in range(2):  # the second run's vault already holds the first run's report
+        code, summary = run_json(capsys, "run", goal, "--vault", str(vault), "--no-cache")
+        assert code == 0
+    assert len(Run.load(str(summary["run_id"])).dag) > 1
+    assert (vault / "Shad" / "History" / "Runs").is_dir()
+    code, replayed = run_json(capsys, "replay", str(summary["run_id"]))
+    assert code == 0 and replayed["citations"] == summary["citations"]

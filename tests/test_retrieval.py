@@ -210,7 +210,10 @@ def test_the_goal_fallback_does_not_let_history_in_either(with_report: VaultSet)
 
 
 def test_include_history_returns_earlier_run_reports(with_report: VaultSet) -> None:
-    result = _retrieve(with_report, REPORT_WORD, include_history=True)
+    # reports are indexed only for vaults opened with include_history (the orchestrator does that)
+    assert not _retrieve(with_report, REPORT_WORD, include_history=True).context
+    with_history = VaultSet([with_report.vaults[0].root], include_history=True)
+    result = _retrieve(with_history, REPORT_WORD, include_history=True)
     paths = [c.path for c in result.context]
     assert "Shad/History/Runs/x/final.report.md" in paths
     item = next(c for c in result.context if c.path.startswith("Shad/"))

@@ -27,13 +27,14 @@ class VaultSet:
         *,
         priority_bonus: float = 0.1,
         per_vault: int | None = None,
+        include_history: bool = False,
     ) -> None:
         if not vaults:
             raise UsageError("no vaults given", hint="pass at least one --vault DIR")
         self.vaults: list[Vault] = []
         seen: set[str] = set()
         for v in vaults:
-            vault = v if isinstance(v, Vault) else Vault(v)
+            vault = v if isinstance(v, Vault) else Vault(v, include_history=include_history)
             base, n = vault.id, 2
             while vault.id in seen:
                 vault.id = f"{base}-{n}"

@@ -18,7 +18,7 @@ from ._graph import LinkGraph
 from ._index import IndexStats, ProgressFn, VaultIndex
 from ._model import Diagnostic, Hit, Note
 from ._parse import parse_note
-from ._scan import is_conflict_copy
+from ._scan import ScanResult, is_conflict_copy, scan_vault
 from ._search import SearchFilters, search_index
 
 __all__ = ["Vault", "normalize_note_path", "to_epoch"]
@@ -79,6 +79,10 @@ def normalize_note_path(path: str) -> str:
     return "/".join(parts)
 
 
+# Shad's own run history inside a vault (engine.history.HISTORY_FOLDER; not imported: history imports us).
+SHAD_HISTORY = "Shad/History/"
+
+
 class Vault:
     """An Obsidian vault. ``path`` is its folder; ``id`` names it in hits and citations."""
 
@@ -88,6 +92,7 @@ class Vault:
         id: str | None = None,
         *,
         index_path: str | os.PathLike[str] | None = None,
+        include_history: bool = False,
     ) -> None:
         root = Path(path).expanduser()
         if not root.exists():
@@ -101,6 +106,9 @@ class Vault:
         self.root = root.resolve()
         self.id = id or _slug(self.root.name)
         self._index_path = Path(index_path) if index_path else None
+        # Run reports are left out of the index unless asked for: each new report would otherwise shift
+        # every ranking (BM25 counts the whole corpus), so a replay of a recorded run could not match.
+        self.include_history = include_history
         self._index: VaultIndex | None = None
         self._graph: LinkGraph | None = None
         self._refreshed = False
@@ -122,7 +130,11 @@ class Vault:
     def refresh(self, progress: ProgressFn | None = None) -> IndexStats:
         """Re-index what changed on disk since the last update (everything, the first time)."""
         with self._lock:
-            stats = self.index.update(progress)
+            scan = scan_vault(str(self.root))
+            if not self.include_history:
+                files = {p: e for p, e in scan.files.items() if not p.startswith(SHAD_HISTORY)}
+                scan = ScanResult(files, scan.skipped)
+            stats = self.index.update(progress, scan)
             if stats.changed or stats.attachments_changed:
                 self._graph = None
             self._refreshed = True
