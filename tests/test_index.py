@@ -564,3 +564,86 @@ def test_remembered_state_follows_own_changes(tmp_path: Path) -> None:
     (root / "d.md").unlink()
     assert v.refresh().removed == 1
     assert v.refresh().removed == 0
+
+
+# --- several processes at once ---
+
+
+def _index_in_rounds(root: str, homes: list[str], barrier: Any, results: Any) -> None:
+    """Child process: for each fresh ``$SHAD_HOME`` in turn, index ``root`` at the same moment as the
+    other children, and report what happened."""
+    for home in homes:
+        os.environ["SHAD_HOME"] = home
+        barrier.wait(120)
+        try:
+            v = Vault(root)
+            stats = v.refresh()
+            v.close()
+        except Exception as exc:
+            results.put((home, f"{type(exc).__name__}: {exc}"))
+        else:
+            results.put((home, None if stats.added + stats.updated + stats.unchanged else "saw no notes"))
+
+
+@pytest.mark.parametrize(
+    ("vault", "processes", "rounds", "query", "expected"),
+    [
+        ("demo", 4, 5, "gooseneck", "Equipment/Gooseneck kettle.md"),
+        # Above the parallel threshold: the first build also switches the journal mode.
+        ("many", 3, 2, "uniq01999", "f19/Note 01999.md"),
+    ],
+)
+def test_processes_indexing_one_fresh_vault_at_once(
+    vault: str,
+    processes: int,
+    rounds: int,
+    query: str,
+    expected: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Several processes first-index one vault into one index at the same time: each writer checks what it
+    writes against the rows another has meanwhile committed, so none fails, and the index ends whole."""
+    root: Path = request.getfixturevalue("demo_copy" if vault == "demo" else "many_notes")
+    homes = [str(tmp_path / f"home{r}") for r in range(rounds)]
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    procs = [
+        ctx.Process(target=_index_in_rounds, args=(str(root), homes, barrier, results))
+        for _ in range(processes)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        reports = [results.get(timeout=240) for _ in range(processes * rounds)]
+    finally:
+        for proc in procs:
+            proc.join(60)
+            if proc.is_alive():
+                proc.kill()
+    assert [p.exitcode for p in procs] == [0] * processes
+    assert [r for r in reports if r[1] is not None] == []
+
+    notes = note_count(root)
+    for home in homes:
+        monkeypatch.setenv("SHAD_HOME", home)
+        idx = VaultIndex(str(root))  # a fresh object: nothing cached, nothing updated
+        assert idx.query("PRAGMA integrity_check")[0][0] == "ok"
+        assert idx.note_count() == notes
+        assert idx.query("SELECT count(*) FROM files WHERE is_note = 1")[0][0] == notes
+        assert idx.query("SELECT count(*) FROM names")[0][0] == notes
+        passages = idx.query("SELECT count(*) FROM fts")[0][0]
+        assert idx.passage_count() == passages
+        assert idx.query("SELECT sum(passages) FROM files WHERE is_note = 1")[0][0] == passages
+        orphans = idx.query(
+            f"SELECT count(*) FROM fts WHERE rowid >> {index_mod.CHUNK_BITS} NOT IN "
+            "(SELECT id FROM files WHERE is_note = 1)"
+        )[0][0]
+        assert orphans == 0
+        assert search_index(idx, "v", query, 1, SearchFilters())[0].path == expected
+        idx.close()
+        v = Vault(root)
+        stats = v.refresh()  # nothing is left for a later update to do
+        assert (stats.added, stats.updated, stats.removed, stats.touched) == (0, 0, 0, 0)
+        v.close()

@@ -3,6 +3,11 @@
 Crash safety comes from SQLite transactions: notes are written in batches, each batch commits the file
 row and its full-text row together, so a killed indexer leaves every committed note searchable and the
 next update simply redoes the rest. Change detection is size/mtime first, content hash to confirm.
+
+Several objects or processes may update one index at once. What changed is decided from the file state
+read before writing, but each write transaction checks it against the rows as they are (they may have
+been written meanwhile by another writer), and every transaction that changes rows bumps the
+``generation`` in ``meta``, so that a writer notices that any state it remembers is out of date.
 """
 
 from __future__ import annotations
@@ -122,11 +127,11 @@ class VaultIndex:
         self._sizes: tuple[int, int] | None = None
         self._state: dict[str, tuple[int, int, int, str]] | None = None  # path -> (id, size, mtime, hash)
         self._state_generation: str | None = None
-        self._new_generation: str | None = None
-        self._stale = False
+        self._generation: str | None = None  # the generation as this object last saw or set it
+        self._stale = False  # another writer wrote during this update
         self.conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=60, isolation_level=None)
         _check_fts5(self.conn)
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        self._journal_mode("wal", wait=2.0)
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self._ensure_schema()
 
@@ -208,7 +213,9 @@ class VaultIndex:
     def update(self, progress: ProgressFn | None = None, scan: ScanResult | None = None) -> IndexStats:
         """Bring the index in line with the folder; only what changed is read and parsed."""
         started = time.perf_counter()
+        # Read before the file state, so that a write in between makes it look stale, never current.
         generation = self.meta("generation")
+        self._generation, self._stale = generation, False
         if self._state is not None and generation == self._state_generation:
             # Nothing else wrote to the index since this object last did: what it holds is known.
             stored = self._state
@@ -221,7 +228,7 @@ class VaultIndex:
                 scan = walk.result() if walk is not None else scan
         assert scan is not None
         stats = IndexStats(scanned=len(scan.files), skipped=scan.skipped)
-        removed = [stored[p][0] for p in stored.keys() - scan.files.keys()]
+        removed = sorted(stored.keys() - scan.files.keys())
         changed: list[tuple[FileEntry, str | None]] = []
         attachments: list[FileEntry] = []
         for path, entry in scan.files.items():
@@ -238,37 +245,34 @@ class VaultIndex:
             progress(0, total)
         with self._lock:
             if removed:
-                self._write(lambda: self._delete_ids(removed))
-                stats.removed = len(removed)
+                self._write(lambda: self._delete_paths(removed, stats))
             stats.attachments_changed = len(attachments)
             if attachments:
                 self._write(lambda: self._upsert_attachments(attachments))
             batch: list[_Parsed] = []
             done = 0
-            bulk = not stored and len(changed) >= _PARALLEL_THRESHOLD
-            if bulk:
-                # A first build appends hundreds of MB: WAL would write every page twice (log, then
-                # checkpoint). A rollback journal is as crash-safe and writes new pages once.
-                self.conn.execute("PRAGMA journal_mode=DELETE")
+            # A first build appends hundreds of MB: WAL would write every page twice (log, then
+            # checkpoint). A rollback journal is as crash-safe and writes new pages once. (SQLite refuses
+            # the switch while another connection has the index open: then the build stays in WAL.)
+            bulk = not stored and len(changed) >= _PARALLEL_THRESHOLD and self._journal_mode("delete")
             for item in _parse_all(self.root, changed):
                 batch.append(item)
                 if len(batch) >= _BATCH:
-                    done += self._commit_batch(batch, stored, stats)
+                    done += self._commit_batch(batch, stats)
                     batch = []
                     if progress:
                         progress(done, total)
             if batch:
-                done += self._commit_batch(batch, stored, stats)
+                done += self._commit_batch(batch, stats)
             if bulk:
-                self.conn.execute("PRAGMA journal_mode=WAL")
+                self._journal_mode("wal", wait=30.0)
             if progress:
                 progress(done, total)
-            if stats.changed:
+            written = [*removed, *(e.path for e, _ in changed), *(e.path for e in attachments)]
+            self._transaction(self._finish_update, bump=False)
+            if stats.changed or self._stale:
                 self._counts.clear()
                 self._sizes = None
-            written = [*(p for p in stored.keys() - scan.files.keys()), *(e.path for e, _ in changed)]
-            written += [e.path for e in attachments]
-            self._write(lambda: self._finish_update(generation, bool(written)))
             self._remember(stored, written)
         stats.seconds = time.perf_counter() - started
         return stats
@@ -281,45 +285,76 @@ class VaultIndex:
             )
         }
 
-    def _finish_update(self, generation_seen: str | None, changed: bool) -> None:
-        """Stamp the update; a change bumps the generation so that other objects reload their state."""
+    def _journal_mode(self, mode: str, wait: float = 0.0) -> bool:
+        """Switch the index file to journal ``mode``; whether it is in that mode now. Another connection's
+        lock can refuse the switch, often at once rather than after the busy timeout: it is retried for
+        ``wait`` seconds, then given up. The mode decides speed only, never what is stored, and whichever
+        connection next opens the index switches it back to WAL."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return str(self.conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0]).lower() == mode
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    return False
+            time.sleep(0.05)
+
+    def _rows(self, paths: list[str]) -> dict[str, tuple[int, int, int, str]]:
+        """What the index holds now for each of ``paths`` (id, size, mtime, hash); paths it lacks are left
+        out. Point lookups on the path index: cheap, however big the index."""
+        found: dict[str, tuple[int, int, int, str]] = {}
+        for i in range(0, len(paths), 500):
+            chunk = paths[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for fid, path, size, mtime, digest in self.conn.execute(
+                f"SELECT id, path, size, mtime_ns, hash FROM files WHERE path IN ({marks})", chunk
+            ):
+                found[path] = (fid, size, mtime, digest)
+        return found
+
+    def _finish_update(self) -> None:
+        """Stamp the update (the generation was bumped by each transaction that changed rows)."""
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),))
-        current = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-        current_value = current[0] if current else None
-        if changed or current_value is None:
-            current_value = str(int(current_value or 0) + 1)
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES('generation', ?)", (current_value,))
-        # Someone else wrote in between: what this object remembers may be stale, so it will reload.
-        self._stale = generation_seen != (current[0] if current else None)
-        self._new_generation = current_value
 
     def _remember(self, stored: dict[str, tuple[int, int, int, str]], written: list[str]) -> None:
         """Keep the index's file state in memory, so the next update need not read it back."""
-        if self._stale:
+        if self._stale:  # someone else wrote in between: what this object holds may be out of date
             self._state, self._state_generation = None, None
             return
         if len(written) > _REMEMBER_REREAD:  # a big update (a first build): one read of the whole state
-            self._state, self._state_generation = self._read_state(), self._new_generation
+            self._state, self._state_generation = self._read_state(), self._generation
             return
         for path in written:
             stored.pop(path, None)
-        for i in range(0, len(written), 500):
-            chunk = written[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            for fid, path, size, mtime, digest in self.query(
-                f"SELECT id, path, size, mtime_ns, hash FROM files WHERE path IN ({marks})", chunk
-            ):
-                stored[path] = (fid, size, mtime, digest)
-        self._state, self._state_generation = stored, self._new_generation
+        stored.update(self._rows(written))
+        self._state, self._state_generation = stored, self._generation
 
     def _write(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` in one write transaction that bumps the generation if ``fn`` changed any row."""
+        self._transaction(fn, bump=True)
+
+    def _transaction(self, fn: Callable[[], object], *, bump: bool) -> None:
+        """Run ``fn`` in one write transaction. Every transaction that changes rows bumps the generation
+        (in the same commit), so a generation other than the one this object last saw or set means that
+        another writer changed rows since: what this update read before writing is then stale."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+            current = row[0] if row else None
+            if current != self._generation:
+                self._stale = True
+            before = self.conn.total_changes
             fn()
+            if current is None or (bump and self.conn.total_changes != before):
+                current = str(int(current or 0) + 1)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES('generation', ?)", (current,))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+        self._generation = current
 
     def _count(self, notes: int, passages: int) -> None:
         """Keep the note and passage totals in ``meta``, in the same transaction as the change (counting
@@ -342,6 +377,13 @@ class VaultIndex:
             self.conn.execute("DELETE FROM names WHERE rowid = ?", (fid,))
             self.conn.execute("DELETE FROM note_tags WHERE file_id=?", (fid,))
 
+    def _delete_paths(self, paths: list[str], stats: IndexStats) -> None:
+        """Drop the rows of ``paths`` (files gone from the folder) that the index still holds. The ids are
+        looked up afresh: another writer may have removed a row meanwhile, and its id been reused."""
+        ids = [row[0] for row in self._rows(paths).values()]
+        self._delete_ids(ids)
+        stats.removed = len(ids)
+
     def _upsert_attachments(self, entries: list[FileEntry]) -> None:
         self.conn.executemany(
             "INSERT INTO files(path, is_note, size, mtime_ns, title) VALUES(?, 0, ?, ?, ?) "
@@ -349,19 +391,30 @@ class VaultIndex:
             [(e.path, e.size, e.mtime_ns, e.path.rsplit("/", 1)[-1]) for e in entries],
         )
 
-    def _commit_batch(
-        self, batch: list[_Parsed], stored: dict[str, tuple[int, int, int, str]], stats: IndexStats
-    ) -> int:
+    def _commit_batch(self, batch: list[_Parsed], stats: IndexStats) -> int:
         def write() -> None:
+            # Each note is written against its row as it is now, inside this transaction: another writer
+            # may have added, replaced or removed it since the state this update started from was read.
+            current = self._rows([item.entry.path for item in batch])
             for item in batch:
-                old = stored.get(item.entry.path)
-                if item.row is None:  # same content, new mtime
-                    self.conn.execute(
-                        "UPDATE files SET size=?, mtime_ns=? WHERE path=?",
-                        (item.entry.size, item.entry.mtime_ns, item.entry.path),
-                    )
-                    stats.touched += 1
-                    continue
+                entry = item.entry
+                old = current.get(entry.path)
+                if old is not None and old[3] == item.digest:
+                    if (old[1], old[2]) == (entry.size, entry.mtime_ns):
+                        stats.unchanged += 1  # written just so by another writer meanwhile
+                        continue
+                    if item.row is None:  # same content, new mtime
+                        self.conn.execute(
+                            "UPDATE files SET size=?, mtime_ns=? WHERE id=?",
+                            (entry.size, entry.mtime_ns, old[0]),
+                        )
+                        stats.touched += 1
+                        continue
+                if item.row is None:
+                    # Not parsed, its content being what the index held; but another writer changed or
+                    # removed that row meanwhile (rare): parse it now.
+                    item = _parse_one((self.root, entry, None))
+                    assert item.row is not None
                 if old is not None:
                     self._delete_ids([old[0]])
                     stats.updated += 1
@@ -371,7 +424,7 @@ class VaultIndex:
                     "INSERT INTO files(path, is_note, size, mtime_ns, passages, hash, title, type, tags, "
                     "aliases, frontmatter, headings, blocks, links, diagnostics) "
                     "VALUES(?,1,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (item.entry.path, item.entry.size, item.entry.mtime_ns, len(item.chunks), *item.row),
+                    (entry.path, entry.size, entry.mtime_ns, len(item.chunks), *item.row),
                 )
                 fid = cur.lastrowid
                 assert fid is not None
@@ -398,6 +451,7 @@ class VaultIndex:
 class _Parsed:
     entry: FileEntry
     row: tuple[Any, ...] | None  # None: content unchanged
+    digest: str | None = None  # the content hash
     names: tuple[str, str, str, str] = ("", "", "", "")
     chunks: list[Chunk] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
@@ -415,7 +469,7 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     else:
         unreadable = ""
     if old_hash is not None and not unreadable and hashlib.sha256(raw).hexdigest() == old_hash:
-        return _Parsed(entry, None)
+        return _Parsed(entry, None, old_hash)
     note, chunks = parse_for_index(entry.path, raw, mtime=entry.mtime_ns / 1e9)
     diagnostics = [d.__dict__ for d in note.diagnostics]
     if unreadable:
@@ -436,7 +490,7 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     title_extra = note.frontmatter.get("title")
     aliases = " ; ".join([*note.aliases, *([str(title_extra)] if title_extra else [])])
     names = (note.title, aliases, " ".join(note.tags), " ; ".join(h.text for h in note.headings))
-    return _Parsed(entry, row, names, chunks, note.tags)
+    return _Parsed(entry, row, note.hash, names, chunks, note.tags)
 
 
 def _dumps(value: object) -> str:
