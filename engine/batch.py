@@ -187,6 +187,9 @@ def run_batch(
         except BaseException:  # Ctrl-C: start no further notebooks; running ones finish their kernel
             for pending in futures:
                 pending.cancel()
+            done = [results[job.number] for job in jobs if job.number in results]
+            if done:  # the rows that finished are kept, in the same table
+                _write_table(done, target, [*warnings, f"interrupted after {len(done)} of {len(jobs)} rows"])
             raise
     ordered = [results[job.number] for job in jobs]
     return _write_table(ordered, target, warnings)

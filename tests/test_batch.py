@@ -196,6 +196,19 @@ def test_a_notebook_that_shows_no_result_is_a_failed_row(tmp_path: Path) -> None
     assert result.exit_code == 3
 
 
+def test_an_interrupted_batch_keeps_the_rows_that_finished(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "quiet.ipynb", 'print("done")', 'goal = ""')
+    csv_path = write_csv(tmp_path / "goals.csv", ["goal"], [("First",), ("Second",), ("Third",)])
+
+    def interrupt(row: dict[str, Any]) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C would, once the first row is in
+
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(csv_path, nb, tmp_path / "out", on_row=interrupt)
+    table = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert list(table["goal"]) == ["First"]
+
+
 @pytest.mark.skipif(not RUN_GOAL.exists(), reason="example_notebooks/batch/run_goal.ipynb not written yet")
 def test_the_example_run_goal_notebook_reports_through_the_magic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
