@@ -122,6 +122,7 @@ async def one_run(
         max_llm=concurrency,
         concurrency_mode="fixed",
         code_mode=False,  # scheduling is measured here; bench_sandbox.py measures Code Mode
+        use_cache=False,  # every node must really run (bench_store.py measures cached resumes)
         history_dir=history,
         budgets=Budgets(max_nodes=50, max_branching=49, max_tokens=1_000_000),
     )

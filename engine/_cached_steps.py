@@ -35,7 +35,9 @@ class CachedSteps:
 
     def _node_key(self, node: Node, purpose: str, tier: str, extra: dict[str, Any]) -> str:
         """The cache key of a node's work: its task and stage, plus all else the answer depends on
-        besides its notes (those are checked through the entry's fingerprint)."""
+        besides its notes (those are checked through the entry's fingerprint). Empty with the cache off."""
+        if not self.cache.enabled:
+            return ""
         context = {
             "goal": self.config.goal,
             "vaults": list(self.config.vaults),
@@ -52,6 +54,8 @@ class CachedSteps:
         )  # fmt: skip
 
     async def _lookup(self, node: Node, key: str, *, purpose: str) -> CacheLookup:
+        if not self.cache.enabled:  # no thread hop, no event: --no-cache costs nothing per node
+            return CacheLookup(key, None, "disabled")
         if node.id in self.fresh and purpose != "plan":
             self.cache.misses += 1
             found = CacheLookup(key, None, "forced")

@@ -437,7 +437,7 @@ class Orchestrator(CachedSteps):
         async with self.local:
             result: RetrievalResult = await self.retriever.retrieve(node.task, self.config.goal, node.id)
         context_dicts = [c.to_dict() for c in result.context]
-        notes = await asyncio.to_thread(self.cache.notes_used, context_dicts)
+        notes = self.cache.notes_used(context_dicts)  # index lookups by path: cheap, no thread hop
         node.retrieval = {**result.to_dict(), "context": context_dicts, "notes": [list(n) for n in notes]}
         self.event("NODE_RETRIEVED", node=node.id, items=len(result.context), score=result.retrieval_score)
         if not result.context:
