@@ -129,3 +129,37 @@ def test_mixed_operations_balance(url: str) -> None:
     # Reservations never overdraw on their own: only the unconditional charges may push below zero.
     assert sum(reserved) <= total
     store.close()
+
+
+def _open_and_charge(path: str, barrier: Any, results: Any) -> None:
+    from engine.store import SQLiteStore
+
+    barrier.wait()
+    try:
+        store = SQLiteStore(path)
+        store.charge("r", 1)
+        store.close()
+        results.put("ok")
+    except Exception as exc:
+        results.put(repr(exc)[:300])
+
+
+def test_processes_opening_a_new_sqlite_store_at_once(tmp_path: Path) -> None:
+    """The first open switches the file to WAL, which needs it alone: several workers starting together
+    (shad batch --parallel) must wait for each other, not fail."""
+    ctx = multiprocessing.get_context("spawn")
+    for round_ in range(5):
+        path = str(tmp_path / f"fresh-{round_}.sqlite3")
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_open_and_charge, args=(path, barrier, results)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        outcomes = [results.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(60)
+        assert outcomes == ["ok"] * 4
+        from engine.store import SQLiteStore
+
+        store = SQLiteStore(path)
+        assert store.spent("r") == 4
+        store.close()

@@ -78,7 +78,7 @@ class SQLiteStore:
                                    check_same_thread=False)  # fmt: skip
             try:
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                _wal(conn)
                 conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: crash-safe, no fsync per commit
                 conn.execute("PRAGMA foreign_keys = ON")
                 self._migrate(conn)
@@ -323,3 +323,18 @@ class SQLiteStore:
             "hits": int(counters.get("hits", 0)),
             "misses": int(counters.get("misses", 0)),
         }
+
+
+def _wal(conn: sqlite3.Connection, seconds: float = 30.0) -> None:
+    """Switch to WAL. Several processes opening a brand-new file at once can be told "database is
+    locked" (the switch needs the file to itself, and SQLite's busy handler does not always wait for
+    it): try again for a while rather than fail the run."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
