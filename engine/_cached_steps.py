@@ -7,6 +7,7 @@ A mixin of ``Orchestrator``: it works on the orchestrator's run, provider record
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from ._version import __version__
@@ -27,11 +28,9 @@ class CachedSteps:
     fresh: set[str]  # nodes that must not be answered from the cache
     phase: dict[str, str]
 
-    def event(self, kind: str, **data: Any) -> None:
-        raise NotImplementedError
-
-    def _verify(self, node: Node) -> None:
-        raise NotImplementedError
+    # The orchestrator's own, which these steps log with and check citations with.
+    event: Callable[..., None]
+    _verify: Callable[[Node], None]
 
     def _node_key(self, node: Node, purpose: str, tier: str, extra: dict[str, Any]) -> str:
         """The cache key of a node's work: its task and stage, plus all else the answer depends on

@@ -8,23 +8,11 @@ import click
 from rich.markup import escape
 
 from ._cli_run import err, print_outcome
+from .budget import extra_tokens
 from .errors import ShadError, UsageError
 from .run import Run
 
 __all__ = ["replay_cmd", "resume_cmd", "resume_run"]
-
-
-def _extra_tokens(previous: Run, budget: str | None) -> int:
-    if not budget:
-        return 0
-    text = budget.strip().lstrip("+")
-    try:
-        if text.endswith("%"):
-            base = previous.config.budgets.max_tokens if previous.config is not None else 0
-            return int(base * float(text[:-1]) / 100)
-        return int(text)
-    except ValueError as exc:
-        raise UsageError(f"--budget takes +N or +P%, got {budget!r}", hint="e.g. --budget +25%") from exc
 
 
 def resume_run(
@@ -45,7 +33,7 @@ def resume_run(
     run = asyncio.run(
         aresume(
             run_id,
-            add_tokens=_extra_tokens(previous, budget),
+            add_tokens=extra_tokens(budget, previous.config.budgets.max_tokens if previous.config else 0),
             max_tokens=max_tokens,
             max_depth=max_depth,
             replay=replay,

@@ -19,6 +19,7 @@ __all__ = [
     "InProcessLedger",
     "Ledger",
     "child_envelopes",
+    "extra_tokens",
     "synthesis_reserve",
 ]
 
@@ -77,6 +78,22 @@ class InProcessLedger:
     def spent(self, run_id: str) -> int:
         with self._lock:
             return self._spent.get(run_id, 0)
+
+
+def extra_tokens(budget: str | None, base_max_tokens: int) -> int:
+    """``--budget +20000`` or ``+25%`` (of ``base_max_tokens``) -> the tokens to add (0 for none)."""
+    from .errors import UsageError
+
+    if not budget:
+        return 0
+    text = budget.strip().lstrip("+")
+    try:
+        value = int(base_max_tokens * float(text[:-1]) / 100) if text.endswith("%") else int(text)
+    except ValueError as exc:
+        raise UsageError(f"--budget takes +N or +P%, got {budget!r}", hint="e.g. --budget +25%") from exc
+    if value < 0:
+        raise UsageError(f"--budget adds tokens, got {budget!r}", hint="e.g. --budget +25%")
+    return value
 
 
 def synthesis_reserve(envelope: int) -> int:

@@ -285,14 +285,11 @@ def parse_config_pairs(words: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def extra_tokens(base_max_tokens: int, budget: str | None) -> int:
-    """``--budget +20000`` or ``+25%`` (of ``base_max_tokens``) -> tokens to add."""
-    if not budget:
-        return 0
-    text = budget.strip().lstrip("+")
+    """``--budget +20000`` or ``+25%`` (of ``base_max_tokens``) -> tokens to add (the engine's rule)."""
+    from engine.budget import extra_tokens as engine_extra_tokens
+    from engine.errors import UsageError
+
     try:
-        value = int(base_max_tokens * float(text[:-1]) / 100) if text.endswith("%") else int(text)
-    except ValueError as exc:
-        raise ShadUsageError(f"--budget takes +N or +P%, got {budget!r}", hint="e.g. --budget +25%") from exc
-    if value < 0:
-        raise ShadUsageError(f"--budget adds tokens, got {budget!r}", hint="e.g. --budget +25%")
-    return value
+        return engine_extra_tokens(budget, base_max_tokens)
+    except UsageError as exc:
+        raise ShadUsageError(exc.message, hint=exc.hint) from None

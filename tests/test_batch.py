@@ -209,7 +209,6 @@ def test_an_interrupted_batch_keeps_the_rows_that_finished(tmp_path: Path) -> No
     assert list(table["goal"]) == ["First"]
 
 
-@pytest.mark.skipif(not RUN_GOAL.exists(), reason="example_notebooks/batch/run_goal.ipynb not written yet")
 def test_the_example_run_goal_notebook_reports_through_the_magic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

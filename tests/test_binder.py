@@ -156,8 +156,6 @@ print(json.dumps({"resource_dir": KernelSpecManager().get_kernel_spec("shad").re
 
 def test_the_quickstart_runs_with_the_shad_kernel(binder: Binder) -> None:
     notebook = binder.repo / "example_notebooks" / "quickstart.ipynb"
-    if not notebook.exists():
-        pytest.skip("example_notebooks/quickstart.ipynb does not exist yet")
     executed = binder.home / "quickstart.out.ipynb"
     # Through binder/start, as the server runs; the kernelspec is found the normal way (the environment's).
     found = json.loads(

@@ -85,21 +85,9 @@ class Lab:
 
 
 def _notebook(root: Path) -> str:
-    """The quickstart (fallback: a minimal notebook doing what it does), outputs cleared, on the
-    plain ``python3`` kernel: the notebook loads the magics itself, so the test does not depend on the
-    ``shad`` kernelspec being installed here."""
-    if QUICKSTART.exists():
-        nb = nbformat.read(QUICKSTART, as_version=4)
-    else:
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [
-            nbformat.v4.new_code_cell("%load_ext shad_magics"),
-            nbformat.v4.new_code_cell(
-                "%%shad run -o result --vault vault --provider offline\n"
-                "Compare washed and natural processing, then plan a first light roast."
-            ),
-            nbformat.v4.new_code_cell("from widgets import DagExplorer\n\nDagExplorer(result.run)"),
-        ]
+    """The quickstart, outputs cleared, on the plain ``python3`` kernel: the notebook loads the magics
+    itself, so the test does not depend on the ``shad`` kernelspec being installed here."""
+    nb = nbformat.read(QUICKSTART, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

@@ -225,3 +225,15 @@ def test_no_child_exceeds_the_cap_or_falls_below_the_grant(total: int, n: int) -
     assert len(shares) == n
     cap = max(BASE_GRANT, int(CHILD_CAP * parent.spendable))
     assert all(BASE_GRANT <= s <= cap for s in shares)
+
+
+def test_extra_tokens_reads_plus_n_and_plus_percent() -> None:
+    from engine.budget import extra_tokens
+    from engine.errors import UsageError
+
+    assert extra_tokens(None, 20_000) == 0
+    assert extra_tokens("+25%", 20_000) == 5_000
+    assert extra_tokens("+3000", 20_000) == 3_000
+    for bad in ("lots", "+-5"):
+        with pytest.raises(UsageError):
+            extra_tokens(bad, 20_000)

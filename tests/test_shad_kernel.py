@@ -83,14 +83,6 @@ def last_input(kc: BlockingKernelClient) -> str:
     return str(reply["content"]["history"][-1][2])
 
 
-def _magics_ready() -> bool:
-    try:
-        import shad_magics
-    except ImportError:
-        return False
-    return hasattr(shad_magics, "ShadMagics")
-
-
 class TestShadKernelConformance(jupyter_kernel_test.KernelTests):
     """The Jupyter messaging protocol, message by message, as for any Python kernel."""
 
@@ -180,14 +172,12 @@ class TestShadKernelConformance(jupyter_kernel_test.KernelTests):
         execute(self.kc, ">> roasting", timeout=GOAL_TIMEOUT)
         assert last_input(self.kc) == "%%shad run\nroasting"
 
-    @pytest.mark.skipif(not _magics_ready(), reason="shad_magics.ShadMagics does not exist yet")
     def test_an_empty_forced_goal_says_the_goal_is_missing(self) -> None:
         self.flush_channels()
         reply, _ = execute(self.kc, ">>")
         assert (reply["status"], reply["ename"]) == ("error", "ShadUsageError")
         assert "empty" in reply["evalue"]
 
-    @pytest.mark.skipif(not _magics_ready(), reason="shad_magics.ShadMagics does not exist yet")
     def test_magics_are_loaded_at_start(self) -> None:
         self.flush_channels()
         reply, outputs = execute(self.kc, "print('shad_magics' in get_ipython().extension_manager.loaded)")
@@ -195,10 +185,7 @@ class TestShadKernelConformance(jupyter_kernel_test.KernelTests):
         assert [m["content"]["text"] for m in outputs if m["msg_type"] == "stream"] == ["True\n"]
 
 
-# --- goal cells end to end (need shad_magics) -------------------------------------------------------------
-
-
-needs_magics = pytest.mark.skipif(not _magics_ready(), reason="shad_magics.ShadMagics does not exist yet")
+# --- goal cells end to end --------------------------------------------------------------------------------
 
 
 class ModelServer:
@@ -274,7 +261,6 @@ def run_bundles(outputs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dic
     ]
 
 
-@needs_magics
 def test_a_goal_cell_returns_the_run_bundle(goal_kernel: GoalKernel) -> None:
     _, kc, vault = goal_kernel
     goal = "How long should I rest beans after roasting, and why?"
@@ -291,7 +277,6 @@ def test_a_goal_cell_returns_the_run_bundle(goal_kernel: GoalKernel) -> None:
     assert results(outputs) == ["8"]
 
 
-@needs_magics
 def test_a_failing_goal_gives_an_error_reply(goal_kernel: GoalKernel) -> None:
     _, kc, vault = goal_kernel
     server = ModelServer("deny")
@@ -311,7 +296,6 @@ def test_a_failing_goal_gives_an_error_reply(goal_kernel: GoalKernel) -> None:
     assert _run_statuses(vault, goal) == ["FAILED"]
 
 
-@needs_magics
 def test_interrupting_a_running_goal_cancels_it(goal_kernel: GoalKernel) -> None:
     km, kc, vault = goal_kernel
     server = ModelServer("hang")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import posixpath
 import re
@@ -22,6 +23,7 @@ __all__ = [
     "check_tier",
     "check_tokens",
     "check_ttl",
+    "encode_value",
     "redact_url",
     "source_bounds",
     "under",
@@ -122,6 +124,14 @@ def check_tier(tier: str) -> str:
     if tier not in TIERS:
         raise UsageError(f"unknown cache tier {tier!r}", hint="use 'main' or 'staging'")
     return tier
+
+
+def encode_value(value: dict[str, Any]) -> str:
+    """A cached value as JSON text; anything JSON cannot hold (NaN, objects) is a usage error."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"a cached value must be JSON: {exc}") from exc
 
 
 def check_ttl(ttl: float) -> float:

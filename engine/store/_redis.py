@@ -24,6 +24,7 @@ from ._base import (
     check_tier,
     check_tokens,
     check_ttl,
+    encode_value,
     redact_url,
     under,
 )
@@ -284,10 +285,7 @@ class RedisStore:
     ) -> None:
         check_tier(tier)
         seconds = check_ttl(ttl)
-        try:
-            data = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"a cached value must be JSON: {exc}") from exc
+        data = encode_value(value)
         now = time.time()
         expires = now + seconds
         paths = json.dumps(list(dict.fromkeys(str(s) for s in sources)), ensure_ascii=False)

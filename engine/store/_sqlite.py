@@ -25,6 +25,7 @@ from ._base import (
     check_tier,
     check_tokens,
     check_ttl,
+    encode_value,
     source_bounds,
 )
 
@@ -240,10 +241,7 @@ class SQLiteStore:
     ) -> None:
         check_tier(tier)
         seconds = check_ttl(ttl)
-        try:
-            data = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"a cached value must be JSON: {exc}") from exc
+        data = encode_value(value)
         paths = list(dict.fromkeys(str(s) for s in sources))
         now = time.time()
         with self._write("write the cache in") as conn:
