@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from ._run_api import areplay, aresume, arun, replay, resume, run
 from ._version import __version__
-from .config import Budgets, RunConfig
+from .checkpoints import ACTIONS as CHECKPOINT_ACTIONS
+from .checkpoints import Checkpoint, Decision, decide, pending_checkpoints
+from .config import CHECKPOINT_POLICIES, Budgets, RunConfig
 from .errors import ShadError
 from .run import Run, RunStatus
 from .vault import Hit, Note, Vault, VaultSet
 
 __all__ = [
+    "CHECKPOINT_ACTIONS",
+    "CHECKPOINT_POLICIES",
     "Budgets",
+    "Checkpoint",
+    "Decision",
     "Hit",
     "Note",
     "Run",
@@ -23,6 +29,8 @@ __all__ = [
     "areplay",
     "aresume",
     "arun",
+    "decide",
+    "pending_checkpoints",
     "replay",
     "resume",
     "run",

@@ -7,6 +7,7 @@ import asyncio
 import click
 from rich.markup import escape
 
+from ._cli_policy import default_policy, policy_option
 from ._cli_run import err, print_outcome
 from .budget import extra_tokens
 from .errors import ShadError, UsageError
@@ -24,12 +25,15 @@ def resume_run(
     replay: str | None = None,
     store_url: str | None = None,
     as_json: bool = False,
+    checkpoints: str | None = None,
 ) -> int:
+    from ._cli_checkpoint import TerminalDecider
     from ._run_api import aresume
 
     if budget and max_tokens is not None:
         raise UsageError("give --budget or --max-tokens, not both")
     previous = Run.load(run_id)
+    decider = TerminalDecider() if checkpoints == "ask" else None
     run = asyncio.run(
         aresume(
             run_id,
@@ -38,6 +42,8 @@ def resume_run(
             max_depth=max_depth,
             replay=replay,
             store_url=store_url,
+            checkpoints=checkpoints,
+            decider=decider,
         )
     )
     if not as_json:
@@ -60,6 +66,7 @@ def resume_run(
 @click.option(
     "--redis", "redis_url", metavar="URL", help="Cache and ledger on this Redis (default: REDIS_URL)."
 )
+@policy_option
 @click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
 def resume_cmd(
     run_id: str,
@@ -68,6 +75,8 @@ def resume_cmd(
     max_tokens: int | None,
     max_depth: int | None,
     redis_url: str | None,
+    checkpoint_policy: str | None,
+    no_checkpoints: bool,
     as_json: bool,
 ) -> int:
     """Continue a stopped run: finished nodes whose notes are unchanged are kept, stale ones are
@@ -81,6 +90,7 @@ def resume_cmd(
         replay=replay,
         store_url=redis_url,
         as_json=as_json,
+        checkpoints=default_policy(checkpoint_policy, no_checkpoints),
     )
 
 

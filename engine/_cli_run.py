@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ._cli_policy import policy_option
 from .config import Budgets, RunConfig
 from .dag import Dag, Node
 from .errors import UsageError
@@ -34,6 +35,7 @@ _COLOURS = {
     "CACHE_HIT": "cyan",
     "FAILED": "red",
     "PRUNED": "magenta",
+    "NEEDS_HUMAN": "bold yellow",
 }
 
 
@@ -153,6 +155,7 @@ def render_tree(dag: Dag, title: str = "run") -> Tree:
 @click.option(
     "--resume", "resume", is_flag=True, help="GOAL is a run id: continue that run (as shad resume)."
 )
+@policy_option
 @click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
 def run_cmd(
     goal: str,
@@ -179,16 +182,21 @@ def run_cmd(
     redis_url: str | None,
     cache_ttls: tuple[str, ...],
     resume: bool,
+    checkpoint_policy: str | None,
+    no_checkpoints: bool,
     as_json: bool,
 ) -> int:
     """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
     from . import strategies
+    from ._cli_checkpoint import TerminalDecider
+    from ._cli_policy import default_policy
     from .orchestrator import Orchestrator
 
+    policy = default_policy(checkpoint_policy, no_checkpoints)
     if resume:
         from ._cli_resume import resume_run
 
-        return resume_run(goal, store_url=redis_url, as_json=as_json)
+        return resume_run(goal, store_url=redis_url, as_json=as_json, checkpoints=policy)
     if replay_from and provider is None:
         provider = "replay"
     if strategy is not None:
@@ -219,8 +227,10 @@ def run_cmd(
         refresh_cache=refresh_cache,
         store_url=redis_url,
         cache_ttls=_ttls(cache_ttls),
+        checkpoints=policy,
     )
-    orch = Orchestrator(config)
+    decider = TerminalDecider() if policy == "ask" else None
+    orch = Orchestrator(config, decider=decider)
     live_view = err.is_terminal and not as_json
 
     async def go() -> Run:
@@ -235,7 +245,9 @@ def run_cmd(
                 if hasattr(orch, "run")
                 else Text("starting…")
             ),
-        ):
+        ) as live:
+            if decider is not None:
+                decider.live = live  # a question on the terminal puts the live view aside
             return await orch.execute()
 
     run = asyncio.run(go())

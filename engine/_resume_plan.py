@@ -19,7 +19,7 @@ from .cache import NodeCache
 from .dag import Dag, NodeStatus
 from .errors import UsageError
 
-__all__ = ["ResumePlan", "parse_replay", "plan_resume"]
+__all__ = ["ResumePlan", "parse_replay", "plan_resume", "replayed"]
 
 
 @dataclass
@@ -61,6 +61,14 @@ def _subtree(dag: Dag, node_id: str) -> set[str]:
         out.add(current)
         todo += [c.id for c in dag.children(current)]
     return out
+
+
+def replayed(spec: str | None, dag: Dag) -> set[str]:
+    """The nodes ``--replay`` names in a freshly planned DAG (a resumed run that had to plan again)."""
+    kind, target = parse_replay(spec, dag) if spec and spec != "stale" else ("", None)
+    if target is None or target not in dag:
+        return set()
+    return _subtree(dag, target) if kind == "subtree" else {target}
 
 
 def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> ResumePlan:

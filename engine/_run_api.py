@@ -7,10 +7,13 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Budgets, RunConfig
 from .llm import Provider
+
+if TYPE_CHECKING:
+    from ._checkpoint_steps import Decider
 from .run import Run
 
 __all__ = ["areplay", "aresume", "arun", "replay", "resume", "run"]
@@ -35,20 +38,22 @@ async def arun(
     *,
     provider: Provider | str | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    decider: Decider | None = None,
     **options: Any,
 ) -> Run:
     """Run a goal over one or more vaults and return the finished ``Run``.
 
     ``provider`` is a provider name ("offline", "anthropic", ...) or a provider object. ``options`` are
     ``RunConfig`` fields (strategy, models, history_dir, ...) and budget fields (max_depth, max_nodes,
-    max_tokens, max_wall_time, ...).
+    max_tokens, max_wall_time, ...). ``checkpoints`` is the checkpoint policy (ask, pause, approve,
+    skip, off); under ``ask``, ``decider`` (async, ``Checkpoint -> Decision | None``) answers them.
     """
     from .orchestrator import Orchestrator
 
     if isinstance(provider, str):
         options["provider"], provider = provider, None
     config = _config(goal_or_config, vaults, dict(options))
-    return await Orchestrator(config, provider=provider, on_event=on_event).execute()
+    return await Orchestrator(config, provider=provider, on_event=on_event, decider=decider).execute()
 
 
 def run(
@@ -88,12 +93,16 @@ async def aresume(
     store_url: str | None = None,
     provider: Provider | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    checkpoints: str | None = None,
+    decider: Decider | None = None,
 ) -> Run:
-    """Continue a stopped run (budget, time, failure, kill) in its own history.
+    """Continue a stopped run (budget, time, failure, kill, a checkpoint) in its own history.
 
     Finished nodes whose notes are unchanged are kept; stale ones are re-verified or run again;
     ``replay`` ("NODE", "subtree:NODE" or "stale") runs nodes again on purpose. ``add_tokens`` raises
     the budget by that much; ``max_tokens`` sets it; ``max_depth`` overrides the depth limit.
+    Decisions recorded at checkpoints (``decide``) are applied; ``checkpoints`` overrides the run's
+    policy for what is still undecided (``decider`` answers under ``ask``).
     """
     from ._resume_plan import parse_replay
     from .errors import ShadError, UsageError
@@ -119,9 +128,17 @@ async def aresume(
                 hint=f"resume with more: shad resume {run_id} --budget +50%",
             )
         budgets = replace(config.budgets, max_tokens=total, max_depth=max_depth or config.budgets.max_depth)
-        config = replace(config, budgets=budgets, store_url=url)
+        config = replace(
+            config, budgets=budgets, store_url=url, checkpoints=checkpoints or config.checkpoints
+        )
         orchestrator = Orchestrator(
-            config, provider=provider, store=store, on_event=on_event, run_id=previous.id, replay=replay
+            config,
+            provider=provider,
+            store=store,
+            on_event=on_event,
+            run_id=previous.id,
+            replay=replay,
+            decider=decider,
         )
         return await orchestrator.execute(previous)
     finally:

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ._cli_batch import batch_cmd
 from ._cli_cache import cache_group
+from ._cli_checkpoint import checkpoint_cmd
 from ._cli_resume import replay_cmd, resume_cmd
 from ._cli_run import export_cmd, run_cmd, runs_cmd, status_cmd, trace_group
 from ._cli_sandbox import sandbox_group
@@ -36,6 +37,7 @@ for command in (run_cmd, resume_cmd, replay_cmd, status_cmd, trace_group, export
 cli.add_command(sandbox_group)
 cli.add_command(cache_group)
 cli.add_command(batch_cmd)
+cli.add_command(checkpoint_cmd)
 
 
 def _fail(message: str, hint: str | None, code: int) -> int:

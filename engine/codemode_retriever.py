@@ -19,7 +19,14 @@ from typing import Any
 from .codemode import Sandbox, SandboxError
 from .history import HISTORY_FOLDER
 from .llm import LLMRequest, LLMResponse, ProviderError, Tier
-from .retrieval import ContextItem, DirectSearchRetriever, RetrievalResult, citation_link, retrieval_score
+from .retrieval import (
+    ContextItem,
+    DirectSearchRetriever,
+    RetrievalResult,
+    citation_link,
+    merge_context,
+    retrieval_score,
+)
 from .vault import VaultSet
 
 __all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy"]
@@ -107,7 +114,7 @@ class CodeModeRetriever:
         direct = await self.fallback.retrieve(
             f"{goal} {task}" if goal and goal != task else task, goal, node_id
         )
-        merged = _merge(best.context if best else [], direct.context)
+        merged = merge_context(best.context if best else [], direct.context)
         score, signals = retrieval_score(task, merged)
         added = len(direct.context)
         why = f"code mode fell short ({problem}); broadened direct search added {added} section(s)"
@@ -116,8 +123,23 @@ class CodeModeRetriever:
             merged, queries, "codemode+direct", signals, confidence=score, why=why, retrieval_score=score
         )
 
+    async def hint(self, task: str, goal: str, node_id: str, hint: str) -> RetrievalResult:
+        """A person's hint at a checkpoint: one more script written with it (beyond the per-run cap of
+        regenerations: a person asked for it), then a direct search of the hint, merged."""
+        hints = [f"A person reviewing this subtask says: {hint}"]
+        result, _ = await self._attempt(task, goal, node_id, "hint", hints)
+        direct = await self.fallback.hint(task, goal, node_id, hint)
+        items = merge_context(result.context if result else [], direct.context)
+        score, signals = retrieval_score(task, items)
+        queries = (result.queries if result else []) + direct.queries
+        why = f"script and direct search with the hint {hint[:80]!r}: {len(items)} section(s)"
+        method = "codemode" if result and result.context else "direct"
+        return RetrievalResult(
+            items, queries, method, signals, confidence=score, why=why, retrieval_score=score
+        )
+
     async def _attempt(
-        self, task: str, goal: str, node_id: str, attempt: int, hints: list[str]
+        self, task: str, goal: str, node_id: str, attempt: int | str, hints: list[str]
     ) -> tuple[RetrievalResult | None, str | None]:
         request = LLMRequest(
             "script",
@@ -227,8 +249,3 @@ def _squash(text: str) -> str:
 def _strip_fences(text: str) -> str:
     match = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
     return match.group(1) if match else text
-
-
-def _merge(first: list[ContextItem], second: list[ContextItem]) -> list[ContextItem]:
-    seen = {(c.vault, c.path, c.heading) for c in first}
-    return first + [c for c in second if (c.vault, c.path, c.heading) not in seen]

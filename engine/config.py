@@ -10,10 +10,13 @@ from typing import Any
 
 from .errors import UsageError, VaultNotFoundError
 
-__all__ = ["CONCURRENCY_MODES", "PROFILES", "Budgets", "RunConfig"]
+__all__ = ["CHECKPOINT_POLICIES", "CONCURRENCY_MODES", "PROFILES", "Budgets", "RunConfig"]
 
 PROFILES = ("strict", "local", "extended")
 CONCURRENCY_MODES = ("adaptive", "fixed")
+# What a run does at a checkpoint (engine/checkpoints.py): ask a decider, pause (the node waits, the run
+# ends NEEDS_HUMAN), approve or skip by itself, or open none (--no-checkpoints).
+CHECKPOINT_POLICIES = ("ask", "pause", "approve", "skip", "off")
 TIERS = ("orchestrator", "worker", "leaf", "judge", "embedder")
 
 
@@ -74,6 +77,7 @@ class RunConfig:
         None  # cache + ledger: redis://... or a SQLite path (default: $SHAD_STORE, REDIS_URL)
     )
     cache_ttls: dict[str, float] = field(default_factory=dict)  # vault (id, name or path) -> TTL seconds
+    checkpoints: str = "pause"  # one of CHECKPOINT_POLICIES
     # USD per million (input, output) tokens, by model id: what ``budgets.max_usd`` is enforced with.
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
@@ -110,6 +114,11 @@ class RunConfig:
             )
         if self.profile not in PROFILES:
             raise UsageError(f"unknown profile {self.profile!r}", hint=f"profiles: {', '.join(PROFILES)}")
+        if self.checkpoints not in CHECKPOINT_POLICIES:
+            raise UsageError(
+                f"unknown checkpoint policy {self.checkpoints!r}",
+                hint=f"policies: {', '.join(CHECKPOINT_POLICIES)}",
+            )
         for model, price in self.prices.items():
             if (
                 not isinstance(price, (tuple, list))

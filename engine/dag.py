@@ -19,6 +19,7 @@ class NodeStatus(str, enum.Enum):
     CACHE_HIT = "CACHE_HIT"
     FAILED = "FAILED"
     PRUNED = "PRUNED"
+    NEEDS_HUMAN = "NEEDS_HUMAN"  # waits at a checkpoint: neither finished nor failed
 
     @property
     def finished(self) -> bool:

@@ -18,7 +18,8 @@ from typing import Any
 from . import citations as cite
 from . import strategies
 from ._cached_steps import CachedSteps
-from ._resume_plan import plan_resume
+from ._checkpoint_steps import CheckpointSteps, Decider, NeedsHuman, SkippedByHuman
+from ._resume_plan import plan_resume, replayed
 from .budget import Envelope, Ledger, child_envelopes
 from .cache import NodeCache
 from .codemode import Sandbox
@@ -50,7 +51,7 @@ class BudgetExhausted(ShadError):
     """The run's token budget or wall time is used up."""
 
 
-class Orchestrator(CachedSteps):
+class Orchestrator(CachedSteps, CheckpointSteps):
     def __init__(
         self,
         config: RunConfig,
@@ -62,8 +63,10 @@ class Orchestrator(CachedSteps):
         on_event: EventSink | None = None,
         run_id: str | None = None,
         replay: str | None = None,
+        decider: Decider | None = None,
     ) -> None:
         self.config = config
+        self.decider = decider  # answers checkpoints under the "ask" policy (a prompt, a widget)
         self._ledger = ledger
         self._store = store
         self.replay = replay  # resume: which nodes to run again regardless (NODE | subtree:NODE | stale)
@@ -139,6 +142,8 @@ class Orchestrator(CachedSteps):
                 if resume is not None:
                     self.event("RUN_RESUMED", kept=[], rerun=[], replanned=True, replay=self.replay)
                 await self._plan()
+                if resume is not None:
+                    self.fresh = replayed(self.replay, self.run.dag)
             await self._run_dag()
         except asyncio.CancelledError:
             self.stop_reason = "interrupted"
@@ -369,6 +374,17 @@ class Orchestrator(CachedSteps):
             self.stop_reason = exc.message
             self._prune(node, exc.message)
             return
+        except NeedsHuman as exc:  # it waits at its checkpoint; whatever does not need it goes on
+            node.status, node.note = NodeStatus.NEEDS_HUMAN, exc.checkpoint.reason
+            data = exc.checkpoint.to_dict()
+            for key in ("run_id", "node_id", "decision", "created"):
+                data.pop(key)
+            self.event("NODE_NEEDS_HUMAN", node=node.id, **data)
+            self._save_dag(force=True)
+            return
+        except SkippedByHuman as exc:
+            self._prune(node, exc.message)
+            return
         except StoreUnavailableError as exc:  # the shared store is gone: stop cleanly, resumable later
             self.stop_reason = f"the cache and ledger store is unavailable: {exc.message}"
             self.event("STORE_UNAVAILABLE", node=node.id, message=exc.message)
@@ -434,15 +450,14 @@ class Orchestrator(CachedSteps):
         node.cache_key = self._node_key(node, "answer", _tier(node).value, {"packets": packets})
         if await self._from_cache(node):
             return True
-        async with self.local:
-            result: RetrievalResult = await self.retriever.retrieve(node.task, self.config.goal, node.id)
+        result: RetrievalResult = await self._retrieve_gated(node)  # tier C may ask a person here
         context_dicts = [c.to_dict() for c in result.context]
         notes = self.cache.notes_used(context_dicts)  # index lookups by path: cheap, no thread hop
         node.retrieval = {**result.to_dict(), "context": context_dicts, "notes": [list(n) for n in notes]}
         self.event("NODE_RETRIEVED", node=node.id, items=len(result.context), score=result.retrieval_score)
         if not result.context:
             node.answer = "The vault holds nothing relevant to this subtask."
-            node.note = "no relevant notes found; no model call made"
+            node.note = "; ".join(filter(None, [node.note, "no relevant notes found; no model call made"]))
             return False
         self.phase[node.id] = "answer"
         context = "\n\n".join(f"{c.text}\n{c.citation}" for c in result.context)
@@ -616,7 +631,7 @@ class Orchestrator(CachedSteps):
             if not node.status.finished:
                 self._prune(node, reason)
 
-    def event(self, kind: str, **data: Any) -> None:
+    def event(self, kind: str, /, **data: Any) -> None:
         record = {"ts": round(time.time(), 3), "run_id": self.run_id, "type": kind, **data}
         self.run.events.append(record)
         self.run.history.append("events.jsonl", record)

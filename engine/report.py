@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from . import checkpoints as cp
 from . import citations as cite
 from .dag import Node, NodeStatus
 from .run import Run, RunStatus
@@ -23,6 +24,8 @@ def resume_command(run: Run, stop_reason: str | None = None, tokens: int = 0) ->
     """The exact command that continues the run. When the token budget stopped it, the command adds
     enough for what is left: the tokens a finished node took on average, times the nodes still to run
     (and the root's synthesis), with half again as margin, rounded up to thousands."""
+    if run.status is RunStatus.NEEDS_HUMAN:
+        return f"shad checkpoint {run.id}"  # lists what waits; deciding resumes the run
     if not (stop_reason and "token budget" in stop_reason):
         return f"shad resume {run.id}"
     done = [n for n in run.dag if n.status.ok and n.tokens]
@@ -36,6 +39,8 @@ def _status(run: Run) -> RunStatus:
     nodes = list(run.dag)
     if not nodes:
         return RunStatus.FAILED
+    if any(n.status is NodeStatus.NEEDS_HUMAN for n in nodes):
+        return RunStatus.NEEDS_HUMAN
     root = run.dag.root()
     others_ok = all(n.status.ok for n in nodes if n.id != root.id)
     if root.status.ok:
@@ -77,6 +82,7 @@ def render_report(
     tokens: int,
     seconds: float,
     stop_reason: str | None = None,
+    checkpoints: list[cp.Checkpoint] | None = None,
 ) -> str:
     front = {
         "type": "report",
@@ -106,6 +112,7 @@ def render_report(
             "> extracted from the vault passages it cites.",
             "",
         ]
+    parts += _checkpoint_lines(checkpoints or [])
     if unresolved:
         parts += ["## Unresolved citations", ""]
         parts += [f"- `{u['raw']}` ({u['reason']})" for u in unresolved]
@@ -125,11 +132,33 @@ def render_report(
     return "\n".join(parts)
 
 
+def _checkpoint_lines(checkpoints: list[cp.Checkpoint]) -> list[str]:
+    """Waiting checkpoints with the commands that answer them; decided ones with their decision, those
+    the per-run cap approved unasked marked for review."""
+    if not checkpoints:
+        return []
+    lines = ["## Checkpoints", ""]
+    for c in checkpoints:
+        head = f"- `{c.node_id}` {c.task[:120]} — {c.reason}; high-impact: {c.impact}."
+        if c.decision is None:
+            lines += [head + " **Waits for a person.** Decide with one of:"]
+            lines += [f"  - `{command}`" for command in c.commands()]
+        elif c.decision.by == "cap":
+            lines += [head + f" Approved without asking (over {cp.MAX_PER_RUN} per run): **review it**."]
+        else:
+            text = f" ({c.decision.text[:120]})" if c.decision.text else ""
+            lines += [head + f" Decided: {c.decision.action}{text} by {c.decision.by}."]
+    return [*lines, ""]
+
+
 def finish_run(orch: Orchestrator) -> None:
     run = orch.run
+    waiting = [n.id for n in run.dag if n.status is NodeStatus.NEEDS_HUMAN]
     for node in run.dag:
-        if not node.status.finished:  # started but never finished: the run stopped around it
-            node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or "not finished"
+        if not node.status.finished and node.status is not NodeStatus.NEEDS_HUMAN:
+            # Started but never finished (the run stopped around it), or waiting on a node that waits.
+            why = f"waits for the checkpoint of {', '.join(waiting)}" if waiting else "not finished"
+            node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or why
     run.status = _status(run)
     if run.status is RunStatus.FAILED and orch.stop_reason:
         run.status = RunStatus.PARTIAL  # a budget or the clock stopped it: resumable, not broken
@@ -149,7 +178,8 @@ def finish_run(orch: Orchestrator) -> None:
     if unresolved:
         body = cite.flag_unresolved(body, resolved)
     missing = _missing_branches(run)
-    run.report = render_report(run, body, unresolved, missing, tokens, seconds, orch.stop_reason)
+    checkpoints = cp.load_all(run.history)
+    run.report = render_report(run, body, unresolved, missing, tokens, seconds, orch.stop_reason, checkpoints)
     executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
     metrics = {
         "total_tokens": tokens,
@@ -182,6 +212,7 @@ def finish_run(orch: Orchestrator) -> None:
         if run.status is not RunStatus.SUCCESS
         else None,
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
+        "checkpoints": [c.to_dict() for c in checkpoints],
     }
     h = run.history
     h.write_json("dag.json", run.dag.to_json())

@@ -18,7 +18,15 @@ from .history import HISTORY_FOLDER
 from .vault import Hit, Note, VaultSet
 from .vault._query import parse_query, stem
 
-__all__ = ["ContextItem", "DirectSearchRetriever", "RetrievalResult", "Retriever", "retrieval_score"]
+__all__ = [
+    "ContextItem",
+    "DirectSearchRetriever",
+    "RetrievalResult",
+    "Retriever",
+    "merge_context",
+    "retrieval_score",
+    "section",
+]
 
 SECTION_CHARS = 1200
 
@@ -55,6 +63,23 @@ class RetrievalResult:
         data["citations"] = self.citations
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RetrievalResult:
+        """Back from ``to_dict`` (a checkpoint keeps the retrieval it judged this way)."""
+        items = [
+            ContextItem(**{k: c[k] for k in ContextItem.__dataclass_fields__ if k in c})
+            for c in data.get("context", [])
+        ]
+        return cls(
+            items,
+            list(data.get("queries", [])),
+            str(data.get("method", "")),
+            dict(data.get("signals", {})),
+            float(data.get("confidence", 0.0)),
+            str(data.get("why", "")),
+            float(data.get("retrieval_score", 0.0)),
+        )
+
 
 class Retriever(Protocol):
     async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult: ...
@@ -65,7 +90,7 @@ def citation_link(vault_id: str, path: str, heading: str | None, multi_vault: bo
     return make_citation(vault_id, path, heading, multi_vault)
 
 
-def _section(note: Note, heading: str | None, snippet: str) -> str:
+def section(note: Note, heading: str | None, snippet: str) -> str:
     """The text under ``heading`` (up to the next heading of the same or a higher level)."""
     body = note.body
     start, end = 0, len(body)
@@ -84,6 +109,12 @@ def _section(note: Note, heading: str | None, snippet: str) -> str:
     at = text.find(probe) if probe else -1
     at = max(0, at - SECTION_CHARS // 3) if at >= 0 else 0
     return text[at : at + SECTION_CHARS].strip()
+
+
+def merge_context(first: list[ContextItem], second: list[ContextItem]) -> list[ContextItem]:
+    """``first``, then the items of ``second`` it does not already have (same note and heading)."""
+    seen = {(c.vault, c.path, c.heading) for c in first}
+    return first + [c for c in second if (c.vault, c.path, c.heading) not in seen]
 
 
 def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[str, Any]]:
@@ -122,6 +153,18 @@ class DirectSearchRetriever:
     async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
         return await asyncio.to_thread(self._retrieve, task, goal)
 
+    async def hint(self, task: str, goal: str, node_id: str, hint: str) -> RetrievalResult:
+        """A person's hint at a checkpoint: search its words, then the hint with the task."""
+        found = await asyncio.to_thread(self._retrieve, hint, hint)
+        more = await asyncio.to_thread(self._retrieve, f"{hint} {task}", goal)
+        items = merge_context(found.context, more.context)
+        score, signals = retrieval_score(task, items)
+        why = f"{len(items)} section(s) for the hint {hint[:80]!r}"
+        queries = found.queries + more.queries
+        return RetrievalResult(
+            items, queries, "direct", signals, confidence=score, why=why, retrieval_score=score
+        )
+
     def _retrieve(self, task: str, goal: str) -> RetrievalResult:
         queries = [task]
         hits = self._search(task)
@@ -139,7 +182,7 @@ class DirectSearchRetriever:
                     notes[key] = self.vaults.get(hit.vault).read_note(hit.path)
                 except Exception:  # a note deleted or unreadable since indexing: skip it
                     continue
-            text = _section(notes[key], hit.heading, hit.snippet)
+            text = section(notes[key], hit.heading, hit.snippet)
             items.append(
                 ContextItem(
                     hit.vault,

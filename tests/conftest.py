@@ -57,3 +57,22 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache another test filled (tests that share a store on purpose set SHAD_STORE themselves)."""
     monkeypatch.setenv("SHAD_STORE", str(tmp_path / "shad-store.sqlite3"))
     monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("SHAD_CHECKPOINTS", raising=False)  # a developer's own default must not leak in
+
+
+COFFEE_NOTES = {
+    "Coffee/Resting.md": "# Resting beans\n\nRest roasted beans for three to seven days so carbon dioxide "
+    "can escape before brewing.\n",
+    "Coffee/Grinding.md": "# Grinding\n\nGrind just before brewing; a burr grinder gives an even size.\n",
+    "Coffee/Water.md": "# Water\n\nUse water at 92 to 96 degrees Celsius for pour-over.\n",
+}
+
+
+@pytest.fixture
+def coffee_vault(make_vault: MakeVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Three notes on coffee, no model key, run history under ``tmp_path``: any goal about payment
+    security retrieves weakly here, which is what the checkpoint tests need."""
+    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return make_vault(COFFEE_NOTES)

@@ -18,9 +18,9 @@ from engine.retrieval import (
     DirectSearchRetriever,
     RetrievalResult,
     Retriever,
-    _section,
     citation_link,
     retrieval_score,
+    section,
 )
 from engine.vault import VaultSet, parse_note
 
@@ -122,7 +122,7 @@ def test_a_section_keeps_its_subsections_and_stops_at_the_next_sibling() -> None
     vaults = VaultSet([DEMO])
     try:
         note = vaults.read_note("Water/Water chemistry.md")
-        text = _section(note, "Hardness", "")
+        text = section(note, "Hardness", "")
         assert text.startswith("## Hardness")
         assert "### Calcium and magnesium" in text  # a subsection belongs to it
         assert "### Too soft, too hard" in text
@@ -137,7 +137,7 @@ def test_a_long_section_is_cut_around_the_snippet() -> None:
     filler = "Filler sentence about nothing in particular. " * 80
     body = f"# Long\n\n## Part\n\n{filler}The needle sentence mentions zymurgy clearly. {filler}\n"
     note = parse_note("Long.md", body.encode())
-    text = _section(note, "Part", "…The needle sentence mentions zymurgy…")
+    text = section(note, "Part", "…The needle sentence mentions zymurgy…")
     assert len(text) <= SECTION_CHARS
     assert "zymurgy" in text
 

@@ -1,0 +1,192 @@
+"""Tier C of the retrieval recovery ladder: a high-impact leaf whose retrieval stayed weak asks a person.
+
+A mixin of ``Orchestrator``. ``_retrieve_gated`` is what a leaf retrieves with: the retriever's own ladder
+(regenerate the script, then a broadened direct search) runs first; if the result is still weak and the
+node is high-impact, a checkpoint opens and the policy, a decider or a person's earlier decision says
+what happens. A resumed node finds its checkpoint, and the retrieval judged there, in the history: the
+retrieval is not paid for twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import checkpoints as cp
+from .checkpoints import Checkpoint, Decision
+from .codemode_retriever import RecoveryPolicy
+from .config import RunConfig
+from .dag import Node
+from .errors import ShadError
+from .retrieval import (
+    ContextItem,
+    DirectSearchRetriever,
+    RetrievalResult,
+    Retriever,
+    citation_link,
+    merge_context,
+    retrieval_score,
+    section,
+)
+from .run import Run
+from .vault import VaultSet
+
+__all__ = ["CheckpointSteps", "Decider", "NeedsHuman", "SkippedByHuman"]
+
+Decider = Callable[[Checkpoint], Awaitable[Decision | None]]
+EDIT_NOTE_CHARS = 4000  # a note a person named is given more room than a search hit
+
+
+class NeedsHuman(ShadError):
+    """The node waits for a decision at its checkpoint."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        super().__init__(f"node {checkpoint.node_id} waits for a person: {checkpoint.reason}")
+        self.checkpoint = checkpoint
+
+
+class SkippedByHuman(ShadError):
+    """The checkpoint's decision was skip or stop: the node is pruned."""
+
+
+class CheckpointSteps:
+    config: RunConfig
+    run: Run
+    vaults: VaultSet
+    retriever: Retriever
+    local: asyncio.Semaphore
+    fresh: set[str]
+    stop_reason: str | None
+    decider: Decider | None
+    event: Callable[..., None]
+
+    async def _retrieve_gated(self, node: Node) -> RetrievalResult:
+        history = self.run.history
+        found = cp.load(history, node.id)
+        if found is not None and node.id in self.fresh:  # replayed on purpose: judge a new retrieval
+            history.write_json(
+                f"{cp.FOLDER}/replaced/{node.id}.json", history.read_json(f"{cp.FOLDER}/{node.id}.json")
+            )
+            (history.dir / cp.FOLDER / f"{node.id}.json").unlink()
+            found = None
+        saved = found[1] if found is not None else None
+        if found is not None and saved is not None:
+            checkpoint, result = found[0], RetrievalResult.from_dict(saved)
+        else:
+            async with self.local:
+                result = await self.retriever.retrieve(node.task, self.config.goal, node.id)
+            opened = self._open_checkpoint(node, result)
+            if opened is None:
+                return result
+            checkpoint = opened
+        decision = checkpoint.decision or await self._decision_for(checkpoint)
+        if decision is None:
+            raise NeedsHuman(checkpoint)
+        if checkpoint.decision is None:
+            checkpoint.decision = decision
+            cp.save(history, checkpoint)
+            self.event(
+                "CHECKPOINT_DECIDED", node=node.id, action=decision.action, by=decision.by, text=decision.text
+            )
+        return await self._apply(node, checkpoint, result)
+
+    def _open_checkpoint(self, node: Node, result: RetrievalResult) -> Checkpoint | None:
+        if self.config.checkpoints == "off":
+            return None
+        problem = RecoveryPolicy().weak(result)
+        impact = cp.high_impact(node, self.run.dag) if problem else None
+        if problem is None or impact is None:
+            return None
+        signals = {k: v for k, v in result.signals.items() if k != "script_signals"}
+        checkpoint = Checkpoint(
+            self.run.id,
+            node.id,
+            "retrieval",
+            node.task,
+            f"retrieval stayed weak after the recovery ladder ({result.method}): {problem}",
+            impact,
+            {"retrieval_score": result.retrieval_score, "confidence": result.confidence, **signals},
+            cp.preview([c.to_dict() for c in result.context]),
+            list(result.queries),
+        )
+        cp.save(self.run.history, checkpoint, result.to_dict())
+        self.event("CHECKPOINT_OPENED", node=node.id, reason=checkpoint.reason, impact=impact)
+        return checkpoint
+
+    async def _decision_for(self, checkpoint: Checkpoint) -> Decision | None:
+        """The policy's decision, the decider's, or None (the node waits)."""
+        others = [c for c in cp.load_all(self.run.history) if c.node_id != checkpoint.node_id]
+        asked = sum(1 for c in others if c.decision is None or c.decision.by != "cap")
+        if asked >= cp.MAX_PER_RUN:  # later ones are approved and listed for review at the end
+            return Decision("approve", f"over the cap of {cp.MAX_PER_RUN} checkpoints per run", by="cap")
+        policy = self.config.checkpoints
+        if policy in ("approve", "skip"):
+            return Decision(policy, by="policy")
+        if policy == "ask" and self.decider is not None:
+            async with self._decider_lock():
+                return await self.decider(checkpoint)
+        return None
+
+    def _decider_lock(self) -> asyncio.Lock:
+        lock: asyncio.Lock | None = getattr(self, "_ask_lock", None)
+        if lock is None:  # one question at a time, whatever runs in parallel
+            lock = self._ask_lock = asyncio.Lock()
+        return lock
+
+    async def _apply(self, node: Node, checkpoint: Checkpoint, result: RetrievalResult) -> RetrievalResult:
+        decision = checkpoint.decision
+        assert decision is not None
+        who = {"human": "a person", "policy": f"the {self.config.checkpoints} policy", "cap": "the cap"}
+        node.note = f"checkpoint: {decision.action} by {who.get(decision.by, decision.by)}"
+        if decision.action == "approve":
+            return result
+        if decision.action == "skip":
+            raise SkippedByHuman(f"skipped at its checkpoint by {who.get(decision.by, decision.by)}")
+        if decision.action == "stop":
+            # The stop ends this session only: a resume asks again rather than stopping again.
+            checkpoint.decision = None
+            cp.save(self.run.history, checkpoint)
+            self.stop_reason = f"stopped at the checkpoint of node {node.id} by a person"
+            raise SkippedByHuman(self.stop_reason)
+        if decision.action == "edit":
+            return await asyncio.to_thread(self._edited, node, decision.text)
+        return await self._hinted(node, decision.text, result)
+
+    def _edited(self, node: Node, text: str) -> RetrievalResult:
+        """The notes a person named become the node's whole context."""
+        multi = len(self.vaults) > 1
+        items = []
+        for ref in cp.check_edit(text, self.vaults):
+            note = self.vaults.get(ref.vault).read_note(ref.path)
+            body = section(note, ref.heading, "") if ref.heading else note.body[:EDIT_NOTE_CHARS].strip()
+            items.append(
+                ContextItem(
+                    ref.vault,
+                    ref.path,
+                    ref.heading,
+                    body,
+                    citation_link(ref.vault, ref.path, ref.heading, multi),
+                )
+            )
+        score, signals = retrieval_score(node.task, items)
+        why = f"a person chose {len(items)} note(s) at the checkpoint"
+        return RetrievalResult(items, [], "human", signals, confidence=1.0, why=why, retrieval_score=score)
+
+    async def _hinted(self, node: Node, hint: str, before: RetrievalResult) -> RetrievalResult:
+        """One more retrieval round with the person's hint; what it finds comes first, then the rest."""
+        retrieve_with_hint: Any = getattr(self.retriever, "hint", None)
+        async with self.local:
+            if retrieve_with_hint is not None:
+                found: RetrievalResult = await retrieve_with_hint(node.task, self.config.goal, node.id, hint)
+            else:
+                direct = DirectSearchRetriever(self.vaults, include_history=self.config.include_history)
+                found = await direct.hint(node.task, self.config.goal, node.id, hint)
+        merged = merge_context(found.context, before.context)
+        score, signals = retrieval_score(node.task, merged)
+        why = f"a person's hint ({hint[:80]!r}) found {len(found.context)} section(s)"
+        queries = found.queries + before.queries
+        method = f"{found.method}+hint"
+        return RetrievalResult(
+            merged, queries, method, signals, confidence=score, why=why, retrieval_score=score
+        )

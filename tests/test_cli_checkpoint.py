@@ -1,0 +1,112 @@
+"""``shad checkpoint`` and the checkpoint options of ``shad run`` / ``resume``: exit codes, the listing,
+deciding and continuing, and the terminal prompt of the ``ask`` policy (driven through a real pty)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.run import Run
+
+GOAL = "What is our authentication architecture for the payment API contract?"
+
+
+@pytest.fixture
+def vault(coffee_vault: Path) -> Path:
+    return coffee_vault
+
+
+def paused_run(vault: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    code = main(["run", GOAL, "--vault", str(vault), "--provider", "offline", "--no-cache", "--json", *extra])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 4 and summary["status"] == "NEEDS_HUMAN", summary
+    assert summary["resume_command"] == f"shad checkpoint {summary['run_id']}"
+    return str(summary["run_id"])
+
+
+def test_without_a_terminal_the_run_pauses_and_exits_4(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rid = paused_run(vault, capsys)
+    assert main(["checkpoint", rid]) == 0
+    listing = capsys.readouterr().err
+    assert "Checkpoint root" in listing and f"shad checkpoint {rid} root --approve" in listing
+    assert main(["checkpoint", rid, "--json"]) == 0
+    pending = json.loads(capsys.readouterr().out)
+    assert [c["node_id"] for c in pending] == ["root"] and pending[0]["decision"] is None
+
+
+def test_a_decision_continues_the_run(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rid = paused_run(vault, capsys)
+    assert main(["checkpoint", rid, "--edit", "Coffee/Resting", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "SUCCESS" and summary["checkpoints"][0]["decision"]["action"] == "edit"
+    assert main(["checkpoint", rid]) == 0
+    assert "waits for no decision" in capsys.readouterr().out
+
+
+def test_no_resume_only_records(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rid = paused_run(vault, capsys)
+    assert main(["checkpoint", rid, "root", "--skip", "--no-resume"]) == 0
+    assert f"shad resume {rid}" in capsys.readouterr().err
+    assert Run.load(rid).status.value == "NEEDS_HUMAN"
+    assert main(["resume", rid, "--json"]) in (1, 3)  # the only node was skipped: nothing to report
+    assert json.loads(capsys.readouterr().out)["checkpoints"][0]["decision"]["action"] == "skip"
+
+
+def test_bad_decisions_are_usage_errors(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rid = paused_run(vault, capsys)
+    assert main(["checkpoint", rid, "--approve", "--skip"]) == 2
+    assert "give one decision" in capsys.readouterr().err
+    assert main(["checkpoint", rid, "--edit", "Nowhere/Nothing"]) == 2
+    assert "do not have" in capsys.readouterr().err
+    assert main(["checkpoint", "no-such-run", "--approve"]) != 0
+    assert main(["run", GOAL, "--vault", str(vault), "--checkpoints", "maybe"]) == 2
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("flag", "status"), [("--no-checkpoints", "SUCCESS"), ("--checkpoints=approve", "SUCCESS")]
+)
+def test_policies_from_the_command_line(
+    vault: Path, capsys: pytest.CaptureFixture[str], flag: str, status: str
+) -> None:
+    code = main(["run", GOAL, "--vault", str(vault), "--provider", "offline", "--no-cache", "--json", flag])
+    assert code == 0 and json.loads(capsys.readouterr().out)["status"] == status
+
+
+def test_the_environment_sets_the_default_policy(
+    vault: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHAD_CHECKPOINTS", "approve")
+    code = main(["run", GOAL, "--vault", str(vault), "--provider", "offline", "--no-cache", "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["status"] == "SUCCESS"
+
+
+def test_on_a_terminal_the_run_asks(vault: Path, tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    env = {**os.environ, "SHAD_HOME": str(tmp_path / "home"), "COLUMNS": "200", "TERM": "dumb"}
+    env.pop("ANTHROPIC_API_KEY", None)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "engine.cli", "run", GOAL, "--vault", str(vault), "--provider", "offline", "--no-cache"],
+        env=env,
+        encoding="utf-8",
+        timeout=120,
+    )
+    child.expect(r"Checkpoint.*root")
+    child.expect(r"\[a\]pprove")
+    child.sendline("h")
+    child.expect("Your hint")
+    child.sendline("resting beans carbon dioxide")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    rid = next(r for r in (tmp_path / "vault" / "Shad" / "History" / "Runs").iterdir()).name
+    decision = Run.load(rid).summary["checkpoints"][0]["decision"]
+    assert decision == {**decision, "action": "hint", "by": "human", "text": "resting beans carbon dioxide"}
