@@ -311,6 +311,9 @@ def status_cmd(run_id: str, as_json: bool) -> int:
             out.print(
                 f"  [red]failed[/] {f['node_id']} {f['phase']}: {f['error_class']}: {escape(f['message'])}"
             )
+        for c in s.get("checkpoints", []):
+            if c.get("decision") is None:
+                out.print(f"  [yellow]waits for a person[/] {c['node_id']}: {escape(c['reason'])}")
         if s.get("resume_command"):
             out.print(f"  to continue: {s['resume_command']}")
     else:

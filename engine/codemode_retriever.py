@@ -61,7 +61,12 @@ MAX_ITEM_CHARS = 4000
 
 
 class RecoveryPolicy:
-    """Thresholds of seed 000 §2.4.3, and the per-run regeneration cap."""
+    """Thresholds of seed 000 §2.4.3, and the per-run regeneration cap.
+
+    The seed's ``min_context_chars`` (2000) is not a trigger: on vaults of short notes a relevant, well
+    scored context is often shorter, and regenerating it costs a model call for the same notes. The
+    engine's own score (keyword overlap, coverage, diversity) and ``min_citations`` judge it instead.
+    """
 
     low_score = 0.45
     low_confidence = 0.5

@@ -39,6 +39,8 @@ def test_without_a_terminal_the_run_pauses_and_exits_4(
     assert main(["checkpoint", rid, "--json"]) == 0
     pending = json.loads(capsys.readouterr().out)
     assert [c["node_id"] for c in pending] == ["root"] and pending[0]["decision"] is None
+    assert main(["status", rid]) == 0
+    assert "waits for a person root" in capsys.readouterr().out
 
 
 def test_a_decision_continues_the_run(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
