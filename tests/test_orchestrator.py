@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+import engine._model_calls as model_calls_module
 import engine.orchestrator as orchestrator_module
 from engine import Budgets, Run, RunConfig, RunStatus, arun, run
 from engine._run_api import resume
@@ -338,6 +339,7 @@ def test_wall_time_exhaustion_stops_partial(vault: Path, monkeypatch: pytest.Mon
     offset = [0.0]
     clock = types.SimpleNamespace(monotonic=lambda: time.monotonic() + offset[0], time=time.time)
     monkeypatch.setattr(orchestrator_module, "time", clock)
+    monkeypatch.setattr(model_calls_module, "time", clock)  # where the clock is checked
 
     class Slow(Counting):
         async def complete(self, request: LLMRequest) -> LLMResponse:
