@@ -59,6 +59,7 @@ class CheckpointSteps:
     fresh: set[str]
     stop_reason: str | None
     decider: Decider | None
+    skipped_by_human: set[str]
     event: Callable[..., None]
 
     async def _retrieve_gated(self, node: Node) -> RetrievalResult:
@@ -142,6 +143,7 @@ class CheckpointSteps:
         if decision.action == "approve":
             return result
         if decision.action == "skip":
+            self.skipped_by_human.add(node.id)
             raise SkippedByHuman(f"skipped at its checkpoint by {who.get(decision.by, decision.by)}")
         if decision.action == "stop":
             # The stop ends this session only: a resume asks again rather than stopping again.

@@ -102,10 +102,11 @@ class CodeModeRetriever:
 
     async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
         hints: list[str] = []
+        queries: list[str] = []  # what the hints suggest searching for (a template provider uses these)
         best: RetrievalResult | None = None
         attempts = 1 + self.policy.regens_per_node
         for attempt in range(1, attempts + 1):
-            result, problem = await self._attempt(task, goal, node_id, attempt, hints)
+            result, problem = await self._attempt(task, goal, node_id, attempt, hints, queries)
             if result is not None and (best is None or result.retrieval_score > best.retrieval_score):
                 best = result
             problem = problem or (self.policy.weak(result) if result is not None else "no result")
@@ -115,6 +116,7 @@ class CodeModeRetriever:
                 break
             self.policy.regens_used += 1
             hints = [f"The previous script {problem}. Try other words for the task, or the goal: {goal}"]
+            queries = [goal] if goal and goal != task else []
         # Tier B: a broadened direct search, merged with whatever the scripts found.
         direct = await self.fallback.retrieve(
             f"{goal} {task}" if goal and goal != task else task, goal, node_id
@@ -132,7 +134,7 @@ class CodeModeRetriever:
         """A person's hint at a checkpoint: one more script written with it (beyond the per-run cap of
         regenerations: a person asked for it), then a direct search of the hint, merged."""
         hints = [f"A person reviewing this subtask says: {hint}"]
-        result, _ = await self._attempt(task, goal, node_id, "hint", hints)
+        result, _ = await self._attempt(task, goal, node_id, "hint", hints, [hint])
         direct = await self.fallback.hint(task, goal, node_id, hint)
         items = merge_context(result.context if result else [], direct.context)
         score, signals = retrieval_score(task, items)
@@ -144,7 +146,13 @@ class CodeModeRetriever:
         )
 
     async def _attempt(
-        self, task: str, goal: str, node_id: str, attempt: int | str, hints: list[str]
+        self,
+        task: str,
+        goal: str,
+        node_id: str,
+        attempt: int | str,
+        hints: list[str],
+        queries: list[str],
     ) -> tuple[RetrievalResult | None, str | None]:
         request = LLMRequest(
             "script",
@@ -152,7 +160,7 @@ class CodeModeRetriever:
             f"Write a Python retrieval script for this subtask.\nGoal: {goal}\nSubtask: {task}\n"
             + (f"Hints: {' '.join(hints)}\n" if hints else "")
             + f"\nThe obsidian API:\n{API_DESCRIPTION}\nReply with the script only.",
-            inputs={"task": task, "goal": goal, "api": API_DESCRIPTION, "hints": hints},
+            inputs={"task": task, "goal": goal, "api": API_DESCRIPTION, "hints": queries},
             max_tokens=1200,
             node_id=node_id,
         )

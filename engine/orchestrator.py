@@ -64,6 +64,7 @@ class Orchestrator(CachedSteps, CheckpointSteps, ModelCalls):
     ) -> None:
         self.config = config
         self.decider = decider  # answers checkpoints under the "ask" policy (a prompt, a widget)
+        self.skipped_by_human: set[str] = set()
         self._ledger = ledger
         self._store = store
         self.replay = replay  # resume: which nodes to run again regardless (NODE | subtree:NODE | stale)

@@ -70,7 +70,11 @@ def _body(run: Run) -> str:
         return root.answer
     found = [n for n in run.dag if n.status.ok and n.answer and n is not root]
     if not found:
-        return "The run produced no answer; see Failures below."
+        if any(n.status is NodeStatus.NEEDS_HUMAN for n in run.dag):
+            return "The run waits for a person before it can answer; see Checkpoints below."
+        if run.failures:
+            return "The run produced no answer; see Failures below."
+        return "The run produced no answer; see Missing branches below."
     return "\n\n".join(f"### {n.task}\n\n{n.answer}" for n in found)
 
 
@@ -155,13 +159,15 @@ def finish_run(orch: Orchestrator) -> None:
     run = orch.run
     waiting = [n.id for n in run.dag if n.status is NodeStatus.NEEDS_HUMAN]
     for node in run.dag:
-        if not node.status.finished and node.status is not NodeStatus.NEEDS_HUMAN:
-            # Started but never finished (the run stopped around it), or waiting on a node that waits.
-            why = f"waits for the checkpoint of {', '.join(waiting)}" if waiting else "not finished"
-            node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or why
+        if node.status is NodeStatus.CREATED and waiting and not orch.stop_reason:
+            node.note = f"waits for the checkpoint of {', '.join(waiting)}"  # it runs once decided
+        elif not node.status.finished and node.status is not NodeStatus.NEEDS_HUMAN:
+            # Started but never finished: the run stopped around it.
+            node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or "not finished"
     run.status = _status(run)
-    if run.status is RunStatus.FAILED and orch.stop_reason:
-        run.status = RunStatus.PARTIAL  # a budget or the clock stopped it: resumable, not broken
+    if run.status is RunStatus.FAILED and (orch.stop_reason or orch.skipped_by_human):
+        # A budget, the clock or a person stopped it: resumable, not broken.
+        run.status = RunStatus.PARTIAL
     run.finished_at = time.time()
     seconds = run.finished_at - run.started_at
     tokens = orch.tokens_spent()

@@ -14,6 +14,7 @@ from ._errors import ShadUsageError
 from ._result import FORMATS
 
 __all__ = [
+    "CHECKPOINT_POLICIES",
     "FORMATS",
     "SUBCOMMANDS",
     "RunArgs",
@@ -36,7 +37,10 @@ SUBCOMMANDS = (
     "analyze",
     "config",
     "providers",
+    "checkpoint",
 )
+# What a run does when it needs a human (shad_magics._checkpoints maps them to the engine's policies).
+CHECKPOINT_POLICIES = ("auto", "fail", "approve", "skip", "pause")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -74,6 +78,7 @@ class RunArgs:
     context: list[str] = field(default_factory=list)
     format: str | None = None
     widget: bool = True
+    checkpoints: str | None = None  # a CHECKPOINT_POLICIES name; None: the session's
     help: bool = False
 
 
@@ -102,6 +107,13 @@ def _run_parser() -> _Parser:
     add("--refresh-cache", action="store_true", help="Recompute everything and overwrite the cache.")
     add("--redis", dest="store_url", metavar="URL", help="Cache and ledger on this Redis.")
     add("--cache-ttl", action="append", default=[], metavar="VAULT=TTL", help="A vault's cache TTL (7d).")
+    add(
+        "--checkpoints",
+        type=str.lower,
+        choices=CHECKPOINT_POLICIES,
+        help="When the run needs a human: auto (pause if a person can click, else fail), fail, approve, "
+        "skip or pause (default: the session's).",
+    )
     add("-o", "--output", metavar="NAME", help="Bind the result to NAME in the notebook.")
     add("--background", action="store_true", help="Return a RunHandle at once.")
     add("--vars", default="", metavar="A,B", help="Notebook variables to put into the goal as {A}.")
@@ -138,6 +150,7 @@ def parse_run(line: str) -> RunArgs:
         context=list(ns.context),
         format=ns.format,
         widget=not ns.no_widget,
+        checkpoints=ns.checkpoints,
         help=ns.help,
     )
     if ns.output is not None and not _NAME.match(ns.output):
@@ -240,10 +253,18 @@ def _sub_parsers() -> dict[str, _Parser]:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--max-depth", type=int)
     p.add_argument("--replay", metavar="NODE|subtree:NODE|stale")
-    p.add_argument("-o", "--output", metavar="NAME")
-    p.add_argument("-f", "--format", choices=FORMATS)
-    p.add_argument("--background", action="store_true")
-    p.add_argument("--no-widget", action="store_true")
+    _resume_options(p)
+    p = new("checkpoint")
+    p.add_argument("run_id")
+    p.add_argument("node", nargs="?")
+    decision = p.add_mutually_exclusive_group()  # one decision; argparse says so when two are given
+    flag = decision.add_argument
+    flag("--approve", dest="action", action="store_const", const="approve", help="Go on with what was found.")
+    flag("--edit", metavar="NOTES", help="Use these notes (wikilinks or paths, comma-separated) instead.")
+    flag("--hint", metavar="TEXT", help="A hint for one more retrieval round.")
+    flag("--skip", dest="action", action="store_const", const="skip", help="Skip the node.")
+    flag("--stop", dest="action", action="store_const", const="stop", help="Stop the run.")
+    _resume_options(p)
     p = new("export")
     p.add_argument("run_id")
     p.add_argument("dir")
@@ -256,6 +277,15 @@ def _sub_parsers() -> dict[str, _Parser]:
     new("config").add_argument("pairs", nargs="*", metavar="KEY=VALUE")
     new("providers")
     return parsers
+
+
+def _resume_options(p: _Parser) -> None:
+    """Options of a subcommand that continues a run (resume, checkpoint)."""
+    p.add_argument("--checkpoints", type=str.lower, choices=CHECKPOINT_POLICIES)
+    p.add_argument("-o", "--output", metavar="NAME")
+    p.add_argument("-f", "--format", choices=FORMATS)
+    p.add_argument("--background", action="store_true")
+    p.add_argument("--no-widget", action="store_true")
 
 
 def parse_subcommand(line: str) -> tuple[str, argparse.Namespace]:
@@ -276,6 +306,12 @@ def parse_subcommand(line: str) -> tuple[str, argparse.Namespace]:
         raise ShadUsageError(f"-o takes a Python name, got {ns.output!r}", hint="e.g. -o result")
     if sub in ("runs", "search") and ns.limit < 1:
         raise ShadUsageError(f"--limit must be at least 1 (got {ns.limit})")
+    if sub == "checkpoint":  # one (action, text) whichever option gave it
+        for name in ("edit", "hint"):
+            if getattr(ns, name) is not None:
+                ns.action, ns.text = name, getattr(ns, name)
+        if ns.action is None or ns.action in ("approve", "skip", "stop"):
+            ns.text = ""
     return sub, ns
 
 

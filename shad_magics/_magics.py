@@ -11,18 +11,33 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool, CaselessStrEnum, List, TraitError, Unicode, default
 
 import engine
-from engine import Run, ShadError
+from engine import Run, RunStatus, ShadError
 
 from . import _launch, _lines
-from ._args import FORMATS, RUN_HELP, interpolate, parse_config_pairs, parse_run, parse_subcommand, split_line
+from ._args import (
+    CHECKPOINT_POLICIES,
+    FORMATS,
+    RUN_HELP,
+    interpolate,
+    parse_config_pairs,
+    parse_run,
+    parse_subcommand,
+    split_line,
+)
+from ._checkpoints import (
+    CheckpointList,
+    CheckpointPanel,
+    engine_policy,
+    listing,
+    needs_human_error,
+    resolve_policy,
+)
 from ._context import build_context
 from ._errors import ShadUsageError, short_traceback
 from ._result import ShadResult
 from ._runner import Job, RunHandle, check_outcome, wait
 
 __all__ = ["CHECKPOINT_POLICIES", "ShadMagics"]
-
-CHECKPOINT_POLICIES = ("fail", "approve", "skip", "pause")
 
 
 class _PathList(List):  # type: ignore[type-arg]
@@ -37,7 +52,8 @@ class _PathList(List):  # type: ignore[type-arg]
 @magics_class
 class ShadMagics(Magics):
     """``%%shad run [options]`` runs the cell's goal over the vault(s); ``%shad status|trace|resume|
-    export|runs|search|analyze|config|providers`` look at runs and vaults. Errors always raise."""
+    checkpoint|export|runs|search|analyze|config|providers`` look at runs and vaults. Errors always
+    raise."""
 
     vault = _PathList(
         Unicode(),
@@ -58,9 +74,10 @@ class ShadMagics(Magics):
     )
     checkpoints = CaselessStrEnum(
         CHECKPOINT_POLICIES,
-        help="What a run does when it needs a human: fail (the default, and what headless runs such as "
-        "papermill must use: nothing ever waits for a click), approve, skip, or pause (interactive only). "
-        "Stored for the checkpoint widgets; $SHAD_CHECKPOINTS sets the default.",
+        help="What a run does when it needs a human: pause (the cell ends showing checkpoint widgets; a "
+        "click resumes the run), fail (raise ShadRunError naming the node: nothing waits for a click), "
+        "approve or skip (decided by themselves), or auto (the default: pause where a person can click, "
+        "fail in headless runs such as papermill and nbclient). $SHAD_CHECKPOINTS sets the default.",
     ).tag(config=True)
     widget = Bool(True, help="Show the live DAG explorer while a run works (--no-widget turns it off).").tag(
         config=True
@@ -71,8 +88,8 @@ class ShadMagics(Magics):
 
     @default("checkpoints")
     def _default_checkpoints(self) -> str:
-        value = os.environ.get("SHAD_CHECKPOINTS", "fail").strip().lower()
-        return value if value in CHECKPOINT_POLICIES else "fail"
+        value = os.environ.get("SHAD_CHECKPOINTS", "auto").strip().lower()
+        return value if value in CHECKPOINT_POLICIES else "auto"
 
     # --- the magic -------------------------------------------------------------------------------------
 
@@ -108,7 +125,8 @@ class ShadMagics(Magics):
                 "the cell is empty: its body is the goal", hint="write what you want below %%shad run"
             )
         vaults = args.vaults or _launch.default_vaults(self)
-        options = self._session_options() | args.options
+        policy = resolve_policy(args.checkpoints or self.checkpoints, self.shell)
+        options = self._session_options() | args.options | {"checkpoints": engine_policy(policy)}
         ctx = build_context([self._context_item(token, namespace) for token in args.context])
         try:
             config = _launch.config_for(goal, vaults, options, ctx.dirs)
@@ -116,8 +134,15 @@ class ShadMagics(Magics):
             ctx.cleanup()
             raise
         widget = self._show_widget(args.widget)
-        job = _launch.start(_launch.run_launcher(config), widget=widget, config=config, context=ctx)
-        return self._deliver(job, widget, args.format, args.output, args.background)
+        panel = self._panel(widget, policy, args.format, args.output, args.background)
+        job = _launch.start(
+            _launch.run_launcher(config),
+            widget=widget,
+            config=config,
+            context=ctx,
+            on_done=_pause_in(panel, args.background),
+        )
+        return self._deliver(job, widget, args.format, args.output, args.background, policy, panel)
 
     def _session_options(self) -> dict[str, Any]:
         names = ("provider", "history_dir", "strategy")
@@ -137,21 +162,60 @@ class ShadMagics(Magics):
 
     def _show_widget(self, wanted: bool) -> Any:
         widget = _launch.make_widget(self.widget and wanted)
-        # A terminal cannot show a widget at all; everywhere else (a kernel, even a headless one, or an
-        # embedded shell) displaying it is harmless and nothing waits for it.
-        if widget is not None and type(self.shell).__name__ != "TerminalInteractiveShell":
-            from IPython.display import display
-
-            display(widget)  # type: ignore[no-untyped-call]
+        if widget is not None:
+            self._display(widget)
         return widget
 
-    def _deliver(self, job: Job, widget: Any, fmt: str | None, output: str | None, background: bool) -> Any:
+    def _display(self, obj: Any) -> None:
+        # A terminal cannot show a widget at all; everywhere else (a kernel, even a headless one, or an
+        # embedded shell) displaying it is harmless and nothing waits for it.
+        if type(self.shell).__name__ != "TerminalInteractiveShell":
+            from IPython.display import display
+
+            display(obj)  # type: ignore[no-untyped-call]
+
+    def _panel(
+        self, widget: Any, policy: str, fmt: str | None, output: str | None, background: bool
+    ) -> CheckpointPanel | None:
+        """Where this cell's checkpoint widgets go under ``pause`` (None otherwise). A background run
+        shows its (empty until needed) box now: once the cell has ended, nothing else could."""
+        if policy != "pause" or type(self.shell).__name__ == "TerminalInteractiveShell":
+            return None
+        shell = self.shell
+
+        def bind(result: ShadResult) -> None:  # -o NAME follows the run through its resumes
+            if output and not background and shell is not None:
+                shell.user_ns[output] = result
+
+        panel = CheckpointPanel(widget, format=fmt or self.format, bind=bind)
+        if background:
+            self._display(panel.box)
+        return panel
+
+    def _deliver(
+        self,
+        job: Job,
+        widget: Any,
+        fmt: str | None,
+        output: str | None,
+        background: bool,
+        policy: str,
+        panel: CheckpointPanel | None,
+    ) -> Any:
         fmt = fmt or self.format
 
         def finish(run: Run) -> ShadResult:
             result = ShadResult(run, format=fmt, widget=widget)
             if output and not background and self.shell is not None:
                 self.shell.user_ns[output] = result  # bound even when the run failed, to look into it
+            if run.status == RunStatus.NEEDS_HUMAN:
+                if policy == "fail":
+                    raise needs_human_error(run)
+                if panel is not None:
+                    result.checkpoints = panel
+                    if not background:  # (a background run's box is shown already, filled on the way)
+                        panel.show(run.id)
+                        self._display(panel.box)  # below the DAG widget, above the result
             check_outcome(run)
             return result
 
@@ -197,14 +261,56 @@ class ShadMagics(Magics):
         for name in ("max_tokens", "max_depth", "replay"):  # only when given: older engines lack them
             if getattr(ns, name) is not None:
                 kwargs[name] = getattr(ns, name)
+        return self._resume(previous, kwargs, ns)
+
+    def _resume(self, previous: Run, kwargs: dict[str, Any], ns: Any) -> Any:
+        """Continue ``previous`` as ``%shad resume`` does: blocking (or --background), with the DAG
+        widget, under the session's (or --checkpoints) policy for checkpoints still undecided."""
         run_id = previous.id
+        policy = resolve_policy(ns.checkpoints or self.checkpoints, self.shell)
+        kwargs = {**kwargs, "checkpoints": engine_policy(policy)}
 
         def launch(sink: Any) -> Any:
             return engine.aresume(run_id, on_event=sink, **kwargs)
 
         widget = self._show_widget(not ns.no_widget)
-        job = _launch.start(launch, widget=widget, config=previous.config)
-        return self._deliver(job, widget, ns.format, ns.output, ns.background)
+        panel = self._panel(widget, policy, ns.format, ns.output, ns.background)
+        job = _launch.start(
+            launch, widget=widget, config=previous.config, on_done=_pause_in(panel, ns.background)
+        )
+        return self._deliver(job, widget, ns.format, ns.output, ns.background, policy, panel)
+
+    def _sub_checkpoint(self, ns: Any) -> Any:
+        """No decision: the pending checkpoints (a table, and their widgets). A decision: record it and,
+        once nothing of the run is left undecided, resume it like ``%shad resume``."""
+        run = Run.load(ns.run_id)
+        if ns.action is None:
+            pending = engine.pending_checkpoints(run.id)
+            if ns.node is not None:
+                waiting = ", ".join(c.node_id for c in pending) or "none"
+                pending = [c for c in pending if c.node_id == ns.node]
+                if not pending:
+                    raise ShadUsageError(
+                        f"node {ns.node!r} of run {run.id} waits for no decision", hint=f"pending: {waiting}"
+                    )
+            return self._list_checkpoints(run.id, pending, ns)
+        decided = engine.decide(run.id, ns.node, ns.action, ns.text)
+        remaining = engine.pending_checkpoints(run.id)
+        if remaining:
+            info = self._list_checkpoints(run.id, remaining, ns)
+            head = f"recorded `{ns.action}` for `{decided.node_id}`; the run resumes once these are decided:"
+            return CheckpointList(f"{head}\n\n{info.markdown}", info.data, info.panel)
+        return self._resume(run, {}, ns)
+
+    def _list_checkpoints(self, run_id: str, pending: list[engine.Checkpoint], ns: Any) -> CheckpointList:
+        panel = None
+        if pending and type(self.shell).__name__ != "TerminalInteractiveShell":
+            panel = CheckpointPanel(
+                make_dag=self.widget and not ns.no_widget, format=ns.format or self.format
+            )
+            panel.show(run_id, pending)
+            self._display(panel.box)
+        return listing(run_id, pending, panel)
 
     def _sub_config(self, ns: Any) -> Any:
         traits = self.traits(config=True)
@@ -244,3 +350,17 @@ class ShadMagics(Magics):
         current = {name: getattr(self, name) for name in sorted(traits)}
         text = "\n".join(f"- `{k}` = `{v!r}`" for k, v in current.items())
         return _lines.Info(text, current)
+
+
+def _pause_in(panel: CheckpointPanel | None, background: bool) -> Any:
+    """A job's ``on_done`` for a background run under pause: its checkpoints appear in the panel (on
+    the engine thread, by setting traits). A blocking cell shows them itself when the run ends."""
+    if panel is None or not background:
+        return None
+
+    def done(job: Job) -> None:
+        run = job.run
+        if run is not None and run.status == RunStatus.NEEDS_HUMAN:
+            panel.show(run.id)
+
+    return done

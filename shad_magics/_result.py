@@ -78,6 +78,9 @@ class ShadResult:
         self.run = run
         self.format = format
         self.widget = widget  # the DagExplorer that showed the run, if any
+        # A paused run's CheckpointPanel in a notebook (.widgets: one CheckpointWidget per checkpoint,
+        # .decide() from code as a click would); None otherwise.
+        self.checkpoints: Any = None
         roots = vault_roots(run.config.vaults) if run.config is not None else {}
         self._roots = roots
         self.citations: list[dict[str, Any]] = citation_links(run.citations, roots)

@@ -156,7 +156,8 @@ def outcome(job: Job) -> Run:
 
 
 def check_outcome(run: Run) -> None:
-    """FAILED runs raise ``ShadRunError``; PARTIAL / NEEDS_HUMAN warn (the result is still returned)."""
+    """FAILED runs raise ``ShadRunError``; PARTIAL / NEEDS_HUMAN warn (the result is still returned; a
+    NEEDS_HUMAN run under the ``fail`` policy raised before this)."""
     import warnings
 
     status = run.status
@@ -172,9 +173,16 @@ def check_outcome(run: Run) -> None:
         )
     if status in (RunStatus.PARTIAL, RunStatus.NEEDS_HUMAN):
         reason = run.summary.get("stop_reason") or "some parts did not finish"
+        how = f"continue it with %shad resume {run.id}"
+        if status == RunStatus.NEEDS_HUMAN:
+            waiting = ", ".join(
+                str(c.get("node_id")) for c in run.summary.get("checkpoints") or [] if not c.get("decision")
+            )
+            reason = f"waiting for a decision at {waiting}" if waiting else "waiting for a decision"
+            how = f"decide in its checkpoint widgets or with %shad checkpoint {run.id}"
         # Attributed to "%%shad" rather than to a line of this package: the run is what the warning is about.
         warnings.warn_explicit(
-            f"Shad run {run.id} is {status.value} ({reason}); continue it with %shad resume {run.id}",
+            f"Shad run {run.id} is {status.value} ({reason}); {how}",
             ShadPartialWarning,
             filename="%%shad",
             lineno=1,

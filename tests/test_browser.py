@@ -1,6 +1,7 @@
-"""The DAG explorer in a real browser: JupyterLab serves the quickstart notebook, Chromium (driven by
-Playwright) runs all its cells, and the explorer must draw one element per DAG node and show a clicked
-node's task in its details panel.
+"""The widgets in a real browser: JupyterLab serves the notebooks, Chromium (driven by Playwright) runs
+all their cells. In the quickstart the explorer must draw one element per DAG node and show a clicked
+node's task in its details panel; in a notebook whose run pauses at a checkpoint, the checkpoint widget
+must appear, refuse a hint without text, and on Approve resume the run with the DAG widget following.
 
 Slow (a Lab server, a kernel, a browser): deselect with ``-k "not browser"`` or set SHAD_SKIP_BROWSER=1.
 Skipped with the reason when Chromium, JupyterLab or Playwright is missing. Screenshots go to
@@ -9,6 +10,7 @@ Skipped with the reason when Chromium, JupyterLab or Playwright is missing. Scre
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -161,8 +163,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 server.wait(timeout=30)
 
 
-def _kernel_idle(lab: Lab) -> bool:
-    sessions = [s for s in lab.api("/api/sessions") if s.get("path", "").endswith(lab.notebook)]
+def _kernel_idle(lab: Lab, notebook: str | None = None) -> bool:
+    name = notebook or lab.notebook
+    sessions = [s for s in lab.api("/api/sessions") if s.get("path", "").endswith(name)]
     return bool(sessions) and sessions[0]["kernel"]["execution_state"] == "idle"
 
 
@@ -249,3 +252,166 @@ def test_quickstart_renders_the_explorer_in_jupyterlab(lab: Lab) -> None:
             assert not outside, f"the page fetched from outside the Lab server: {outside}"
         finally:
             browser.close()
+
+
+# A high-impact question over a vault that cannot answer it: the run pauses at its root node.
+CHECKPOINT_GOAL = "What is our authentication architecture for the payment API contract?"
+COFFEE = {
+    "Espresso.md": "# Espresso\n\nEspresso forces hot water through fine coffee at about 9 bar for 25 s.\n",
+    "Pour over.md": "# Pour over\n\nPour-over uses water at 92 to 96 degrees over medium-fine grounds.\n",
+    "Beans.md": "# Beans\n\nArabica grows at altitude; robusta carries more caffeine. Rest roasted beans.\n",
+    # Something for retrieval to find, too little to answer on its own: the widget shows it.
+    "Supplier payments.md": "# Supplier payments\n\nWe pay the green coffee supplier by bank transfer at "
+    "the end of each month; the contract sets the price per kilo.\n",
+}
+
+
+def _checkpoint_notebook(root: Path, name: str, goal: str, options: str = "") -> str:
+    """A notebook on the plain python3 kernel whose run pauses; no --checkpoints flag: ``auto`` must see
+    that Lab lets a person answer (``allow_stdin``) and pause instead of failing."""
+    vault = root / "coffee"
+    vault.mkdir(exist_ok=True)
+    for note, text in COFFEE.items():
+        (vault / note).write_text(text)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext shad_magics"),
+        nbformat.v4.new_code_cell(f"%%shad run --vault coffee --provider offline -o res {options}\n{goal}"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / name)
+    return name
+
+
+@contextlib.contextmanager
+def _ran(lab: Lab, notebook: str) -> Iterator[Any]:
+    """A Chromium page on ``notebook`` in Lab with every cell run (none failing); the page fetches
+    nothing from outside the Lab server."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(UI)
+            outside: list[str] = []
+            page.on(
+                "request",
+                lambda r: None if r.url.startswith((lab.url, "blob:", "data:")) else outside.append(r.url),
+            )
+            # ?reset: only this notebook open (Lab would restore the tabs of an earlier test).
+            page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
+            assert page.locator(".jp-NotebookPanel").count() == 1
+            _wait(lambda: _kernel_idle(lab, notebook), "the kernel to start", SERVER_START, lab)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
+
+            def all_ran() -> bool:
+                text = page.locator(".jp-Notebook").text_content() or ""
+                assert "Traceback" not in text and "ShadRunError" not in text, text[-3000:]
+                done = all(re.search(r"\[\d+\]", t) for t in prompts.all_text_contents())
+                return done and _kernel_idle(lab, notebook)
+
+            _wait(all_ran, "every cell to run", RUN_ALL, lab)
+            yield page
+            assert "Error displaying widget" not in (page.locator(".jp-Notebook").text_content() or "")
+            assert not outside, f"the page fetched from outside the Lab server: {outside}"
+        finally:
+            browser.close()
+
+
+def _until(page: Any, locator: Any, script: str) -> None:
+    """Wait until ``script`` (a JS function of the element) holds for ``locator``'s element."""
+    page.wait_for_function(script, arg=locator.element_handle())
+
+
+def test_a_paused_run_shows_the_checkpoint_widget_and_approve_resumes_it(lab: Lab) -> None:
+    notebook = _checkpoint_notebook(lab.root, "checkpoint.ipynb", CHECKPOINT_GOAL)
+    with _ran(lab, notebook) as page:
+        widget = page.locator(".shad-checkpoint")
+        widget.wait_for()
+        assert widget.count() == 1
+        dag = page.locator(".shad-dag").last
+        badge = dag.locator(".shad-dag__header .shad-dag__badge")
+        assert badge.text_content() == "NEEDS_HUMAN"
+        run_id = (dag.locator(".shad-dag__run-id").text_content() or "").strip()
+        assert (widget.locator(".shad-checkpoint__run").text_content() or "").strip() == run_id
+        assert widget.locator(".shad-checkpoint__node").text_content() == "root"
+        assert widget.locator(".shad-checkpoint__task").text_content() == CHECKPOINT_GOAL
+        why = widget.locator(".shad-checkpoint__why").text_content() or ""
+        assert "retrieval" in why and "security" in why
+        assert widget.locator('[data-signal="retrieval_score"]').count() == 1
+        (saved,) = lab.root.rglob(f"{run_id}/checkpoints/root.json")
+        found = json.loads(saved.read_text())["context"]
+        excerpts = widget.locator(".shad-checkpoint__excerpt")
+        assert excerpts.count() == len(found)
+        for i, item in enumerate(found):
+            assert excerpts.nth(i).locator(".shad-checkpoint__cite").text_content() == item["citation"]
+        buttons = widget.locator(".shad-checkpoint__button")
+        assert buttons.all_text_contents() == ["Approve", "Edit", "Hint", "Skip", "Stop"]
+        assert all(buttons.nth(i).is_enabled() for i in range(5))
+        widget.scroll_into_view_if_needed()
+        widget.screenshot(path=str(ARTIFACTS / "checkpoint-waiting.png"))
+
+        # A hint needs its text: said in the widget, and every button stays usable.
+        widget.locator('.shad-checkpoint__button[data-action="hint"]').click()
+        message = widget.locator(".shad-checkpoint__message")
+        _until(page, message, "el => el.textContent.includes('hint needs its text')")
+        _until(page, widget, "root => [...root.querySelectorAll('button')].every(b => !b.disabled)")
+
+        widget.locator('.shad-checkpoint__button[data-action="approve"]').click()
+        _until(page, badge, "el => ['SUCCESS', 'PARTIAL'].includes(el.textContent)")
+        _until(page, widget.locator(".shad-checkpoint__state"), "el => el.textContent === 'run resumed'")
+        assert (dag.locator(".shad-dag__run-id").text_content() or "").strip() == run_id  # the same run
+        statuses = dag.locator(".shad-dag__node").evaluate_all("ns => ns.map(n => n.dataset.status)")
+        assert "NEEDS_HUMAN" not in statuses
+        assert all(buttons.nth(i).is_disabled() for i in range(5))
+        assert "ended" in (message.text_content() or "")
+        assert _dag(lab, run_id)["root"]["status"] == "SUCCEEDED"
+        dag.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "checkpoint-resumed-page.png"), full_page=True)
+
+
+# Under the research strategy: pauses at clarify_scope, then (approved) at two sources at once.
+TWO_STEP_GOAL = (
+    "What is our authentication architecture for the payment API contract, "
+    "and what is our database schema for billing?"
+)
+
+
+def test_a_run_that_pauses_again_shows_new_checkpoint_widgets(lab: Lab) -> None:
+    """The new widgets are made on the engine's thread when the resumed run pauses: they must render."""
+    notebook = _checkpoint_notebook(lab.root, "pauses-again.ipynb", TWO_STEP_GOAL, "--strategy research")
+    with _ran(lab, notebook) as page:
+        widgets = page.locator(".shad-checkpoint")
+        widgets.first.wait_for()
+        assert widgets.count() == 1
+        widgets.first.locator('.shad-checkpoint__button[data-action="approve"]').click()
+        _until(
+            page, page.locator(".jp-Notebook"), "el => el.querySelectorAll('.shad-checkpoint').length === 3"
+        )
+        assert widgets.first.locator(".shad-checkpoint__state").text_content() == "run resumed"
+        nodes = {widgets.nth(i).locator(".shad-checkpoint__node").text_content() for i in (1, 2)}
+        assert nodes == {"gather_sources", "gather_sources_2"}
+        badge = page.locator(".shad-dag").last.locator(".shad-dag__header .shad-dag__badge")
+        assert badge.text_content() == "NEEDS_HUMAN"
+        widgets.nth(1).locator('.shad-checkpoint__button[data-action="approve"]').click()
+        _until(
+            page,
+            widgets.nth(1).locator(".shad-checkpoint__message"),
+            "el => el.textContent.includes('other')",
+        )
+        assert badge.text_content() == "NEEDS_HUMAN"  # still waiting for the other one
+        widgets.nth(2).locator(".shad-checkpoint__text").fill("billing schema")
+        widgets.nth(2).locator('.shad-checkpoint__button[data-action="hint"]').click()
+        _until(page, badge, "el => ['SUCCESS', 'PARTIAL'].includes(el.textContent)")
+        for i in (1, 2):
+            _until(
+                page,
+                widgets.nth(i).locator(".shad-checkpoint__state"),
+                "el => el.textContent === 'run resumed'",
+            )
+        page.screenshot(path=str(ARTIFACTS / "checkpoint-paused-again-page.png"), full_page=True)

@@ -7,6 +7,7 @@ import pytest
 from engine.errors import UsageError
 from shad_magics import ShadUsageError
 from shad_magics._args import (
+    RUN_HELP,
     SUBCOMMANDS,
     extra_tokens,
     interpolate,
@@ -92,6 +93,52 @@ def test_stray_words_and_unknown_options_are_usage_errors() -> None:
         parse_run("run --max-tokens lots")
     with pytest.raises(ShadUsageError, match="invalid choice"):
         parse_run("run -f yaml")
+
+
+def test_checkpoint_policy_option() -> None:
+    assert parse_run("run").checkpoints is None  # the session's
+    for policy in ("auto", "fail", "approve", "skip", "pause"):
+        args = parse_run(f"run --checkpoints {policy.upper()}")
+        assert args.checkpoints == policy and "checkpoints" not in args.options  # mapped by the magic
+    with pytest.raises(ShadUsageError, match="invalid choice: 'ask'"):
+        parse_run("run --checkpoints ask")  # nothing in a notebook may block a cell on a prompt
+    assert "--checkpoints {auto,fail,approve,skip,pause}" in RUN_HELP
+
+
+def test_checkpoint_subcommand() -> None:
+    sub, ns = parse_subcommand("checkpoint R")
+    assert (sub, ns.run_id, ns.node, ns.action, ns.text) == ("checkpoint", "R", None, None, "")
+    for flag in ("approve", "skip", "stop"):
+        ns = parse_subcommand(f"checkpoint R n1 --{flag}")[1]
+        assert (ns.node, ns.action, ns.text) == ("n1", flag, "")
+    ns = parse_subcommand('checkpoint R n1 --hint "look in Payments, not Billing"')[1]
+    assert (ns.action, ns.text) == ("hint", "look in Payments, not Billing")
+    ns = parse_subcommand("checkpoint R --edit '[[Auth/OAuth]], API/Contract.md' -o res --checkpoints pause")[
+        1
+    ]
+    assert (ns.node, ns.action, ns.text, ns.output, ns.checkpoints) == (
+        None,
+        "edit",
+        "[[Auth/OAuth]], API/Contract.md",
+        "res",
+        "pause",
+    )
+    assert parse_subcommand("resume R --checkpoints fail")[1].checkpoints == "fail"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("checkpoint R --approve --skip", "not allowed with argument"),
+        ("checkpoint R --hint", "expected one argument"),
+        ("checkpoint R n1 n2", "unrecognized arguments: n2"),
+        ("checkpoint", "the following arguments are required: run_id"),
+        ("checkpoint R --checkpoints sometimes", "invalid choice"),
+    ],
+)
+def test_checkpoint_subcommand_errors(line: str, message: str) -> None:
+    with pytest.raises(ShadUsageError, match=message):
+        parse_subcommand(line)
 
 
 def test_from_implies_the_replay_provider() -> None:

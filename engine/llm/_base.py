@@ -16,7 +16,7 @@ must carry parsed JSON in ``data``):
 ``synthesize`` inputs: goal, task, children (list of {node_id, task, answer, citations})
                -> text: a report section that keeps every child's citations
 ``judge``      inputs: claim, source_text, citation -> data: {"supported": bool, "reason": str}
-``script``     inputs: task, api (the obsidian API description), hints -> text: a Python retrieval script
+``script``     inputs: task, api (the obsidian API description), hints (queries to try) -> text: a script
 ``repair``     inputs: purpose, error, previous (the output that failed) -> as the original purpose
 """
 

@@ -158,12 +158,16 @@ function renderDetails(panel, d, model, pendingId) {
   panel.appendChild(h("p", "shad-dag__task", d.task));
 
   if (d.needs_human) {
-    // Checkpoint seam: the checkpoint widget will offer Approve / Edit / Hint / Skip / Stop here.
+    // The decision itself is taken in the checkpoint widget (widgets/_checkpoint.py) below the DAG.
     const box = h("div", "shad-dag__checkpoint");
     box.appendChild(h("strong", "", "This node is waiting for a human."));
     const cp = d.checkpoint || {};
     const why = cp.reason || cp.question || cp.message;
     if (why) box.appendChild(h("p", "", why));
+    const run = model.get("run_id") || "RUN_ID";
+    box.appendChild(
+      h("p", "shad-dag__muted", `Decide in its checkpoint widget, or with %shad checkpoint ${run} ${pendingId} --approve`),
+    );
     panel.appendChild(box);
   }
 
