@@ -40,7 +40,7 @@ SUBCOMMANDS = (
     "checkpoint",
 )
 # What a run does when it needs a human (shad_magics._checkpoints maps them to the engine's policies).
-CHECKPOINT_POLICIES = ("auto", "fail", "approve", "skip", "pause")
+CHECKPOINT_POLICIES = ("auto", "fail", "approve", "skip", "pause", "off")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

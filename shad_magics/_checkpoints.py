@@ -1,4 +1,4 @@
-"""Checkpoints in a notebook: the session policy (auto, fail, approve, skip, pause) and what it means for
+"""Checkpoints in a notebook: the session policy (auto, fail, approve, skip, pause, off) and what it means for
 the engine, the error a headless run raises when it needs a human, and ``CheckpointPanel``, the cell's
 checkpoint widgets, whose last decision resumes the run in the background with the DAG widget live.
 
@@ -62,7 +62,7 @@ def resolve_policy(policy: str, shell: Any) -> str:
 
 def engine_policy(policy: str) -> str:
     """A resolved magic policy -> the engine's (``RunConfig.checkpoints``)."""
-    return policy if policy in ("approve", "skip") else "pause"
+    return policy if policy in ("approve", "skip", "off") else "pause"
 
 
 def _pending(run: Run) -> list[engine.Checkpoint]:

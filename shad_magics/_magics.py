@@ -76,8 +76,9 @@ class ShadMagics(Magics):
         CHECKPOINT_POLICIES,
         help="What a run does when it needs a human: pause (the cell ends showing checkpoint widgets; a "
         "click resumes the run), fail (raise ShadRunError naming the node: nothing waits for a click), "
-        "approve or skip (decided by themselves), or auto (the default: pause where a person can click, "
-        "fail in headless runs such as papermill and nbclient). $SHAD_CHECKPOINTS sets the default.",
+        "approve or skip (decided by themselves), off (open none), or auto (the default: pause where a "
+        "person can click, fail in headless runs such as papermill and nbclient). $SHAD_CHECKPOINTS sets "
+        "the default (the terminal's ask counts as auto here).",
     ).tag(config=True)
     widget = Bool(True, help="Show the live DAG explorer while a run works (--no-widget turns it off).").tag(
         config=True

@@ -97,12 +97,12 @@ def test_stray_words_and_unknown_options_are_usage_errors() -> None:
 
 def test_checkpoint_policy_option() -> None:
     assert parse_run("run").checkpoints is None  # the session's
-    for policy in ("auto", "fail", "approve", "skip", "pause"):
+    for policy in ("auto", "fail", "approve", "skip", "pause", "off"):
         args = parse_run(f"run --checkpoints {policy.upper()}")
         assert args.checkpoints == policy and "checkpoints" not in args.options  # mapped by the magic
     with pytest.raises(ShadUsageError, match="invalid choice: 'ask'"):
         parse_run("run --checkpoints ask")  # nothing in a notebook may block a cell on a prompt
-    assert "--checkpoints {auto,fail,approve,skip,pause}" in RUN_HELP
+    assert "--checkpoints {auto,fail,approve,skip,pause,off}" in RUN_HELP
 
 
 def test_checkpoint_subcommand() -> None:

@@ -118,13 +118,15 @@ class TerminalInteractiveShell:  # only its name matters: a person at a terminal
 
 
 def test_the_policy_maps_to_the_engine() -> None:
-    assert [engine_policy(p) for p in ("fail", "approve", "skip", "pause")] == [
+    assert [engine_policy(p) for p in ("fail", "approve", "skip", "pause", "off")] == [
         "pause",
         "approve",
         "skip",
         "pause",
+        "off",
     ]
-    assert set(map(engine_policy, ("fail", "approve", "skip", "pause"))) <= set(engine.CHECKPOINT_POLICIES)
+    mapped = set(map(engine_policy, ("fail", "approve", "skip", "pause", "off")))
+    assert mapped <= set(engine.CHECKPOINT_POLICIES)
     interactive = FakeShell(FakeKernel({"content": {"allow_stdin": True}}))
     headless = FakeShell(FakeKernel({"content": {"allow_stdin": False}}))
     assert (resolve_policy("auto", interactive), resolve_policy("AUTO", headless)) == ("pause", "fail")
