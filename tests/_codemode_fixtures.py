@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,8 @@ import pytest
 from _demo import DEMO
 
 from engine.codemode import Sandbox, SandboxError, SandboxResult, bwrap_status
+from engine.codemode._facades import warm_up
+from engine.codemode._policy import SCRIPT_MODULE
 from engine.vault import Vault, VaultSet
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +25,19 @@ ISOLATIONS = ["bubblewrap", "subprocess"]
 def codemode_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One SHAD_HOME for the Code Mode tests: indexes of the demo vault are built there once."""
     return tmp_path_factory.mktemp("codemode-shad-home")
+
+
+@pytest.fixture
+def script_module() -> Iterator[None]:
+    """What the sandbox's zygote does before any script: register module ``__script__`` (dataclasses
+    looks a class's module up) and warm lazy imports (``strptime`` imports ``_strptime`` on first use,
+    through the script's own, guarded ``__import__``). For tests that run policy code in-process."""
+    warm_up()
+    added = SCRIPT_MODULE not in sys.modules
+    sys.modules.setdefault(SCRIPT_MODULE, types.ModuleType(SCRIPT_MODULE))
+    yield
+    if added:
+        del sys.modules[SCRIPT_MODULE]
 
 
 @pytest.fixture(autouse=True)

@@ -6,17 +6,14 @@ end to end, inside the real sandbox on both isolation paths, in test_codemode_sa
 
 from __future__ import annotations
 
-import sys
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from engine.codemode._client import ResultError, to_plain
-from engine.codemode._facades import MAX_YAML_ALIASES, FacadeModule, build_modules, warm_up
+from engine.codemode._facades import MAX_YAML_ALIASES, FacadeModule, build_modules
 from engine.codemode._policy import (
-    SCRIPT_MODULE,
     Guards,
     Recorder,
     SandboxLimit,
@@ -26,18 +23,17 @@ from engine.codemode._policy import (
 )
 from engine.codemode._scope import ClassMaker, build_globals
 
+try:
+    from tests._codemode_fixtures import script_module
+except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
+    from _codemode_fixtures import script_module  # type: ignore[no-redef]
+
+__all__ = ["script_module"]  # a fixture, used by name
+
 
 @pytest.fixture(autouse=True)
-def script_module() -> Iterator[None]:
-    """What the sandbox's zygote does before any script: register module ``__script__`` (dataclasses
-    looks a class's module up) and warm lazy imports (``strptime`` imports ``_strptime`` on first use,
-    through the script's own, guarded ``__import__``)."""
-    warm_up()
-    added = SCRIPT_MODULE not in sys.modules
-    sys.modules.setdefault(SCRIPT_MODULE, types.ModuleType(SCRIPT_MODULE))
-    yield
-    if added:
-        del sys.modules[SCRIPT_MODULE]
+def _zygote_state(script_module: None) -> None:
+    """Every policy test runs in the state the zygote sets up (``script_module``)."""
 
 
 def run_here(source: str) -> tuple[Any, Recorder, str]:

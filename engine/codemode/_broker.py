@@ -7,6 +7,7 @@ counted against the script's budgets, and answered from the vault layer. The chi
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import unicodedata
@@ -121,6 +122,40 @@ def _check_path(path: Any, what: str = "path") -> str:
         raise CallRefused("error", exc.message, "ValueError") from None
 
 
+def _hidden_target(root: str, rel: str) -> str | None:
+    """Why the file a vault-relative path names may not be read (its real path, after symlinks, is
+    outside ``root`` or inside a hidden folder there such as ``.obsidian/``), or None when it may."""
+    real = os.path.realpath(os.path.join(root, rel))
+    prefix = root if root.endswith(os.sep) else root + os.sep  # a root of "/" ends with one already
+    if not real.startswith(prefix):
+        return "points outside"
+    if any(part.startswith(".") for part in real[len(prefix) :].split(os.sep)):
+        return "points into a hidden folder"
+    return None
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` with what JSON cannot carry replaced: NaN and infinities become None, integers too long
+    to print and other objects become text, anything nested deeper than 100 levels becomes None."""
+    if depth > 100:
+        return None
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int):
+        try:
+            str(value)
+        except ValueError:
+            return "<an integer too long to print>"
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_json_safe(v, depth + 1) for v in value]
+    return str(value)
+
+
 def _link_text(name: str, value: Any) -> str | None:
     text = _str(name, value, 300, required=False)
     if text is not None and any(c in text for c in "[]|\n\r#^"):
@@ -170,7 +205,10 @@ class BrokerRun:
         call_id = frame.get("id") if isinstance(frame, dict) else None
         try:
             value = self._dispatch(frame)
-            reply = encode({"t": "reply", "id": call_id, "ok": value})
+            try:
+                reply = encode({"t": "reply", "id": call_id, "ok": value})
+            except (TypeError, ValueError, RecursionError):  # NaN or a huge int in a note's frontmatter
+                reply = encode({"t": "reply", "id": call_id, "ok": _json_safe(value)})
             if len(reply) > self.broker.budgets.reply_bytes:
                 raise CallRefused(
                     "limited",
@@ -245,7 +283,15 @@ class BrokerRun:
     def _note(self, path: Any, vault: Any) -> Note:
         rel = _check_path(path)
         v = self._vault(vault)
-        return v.read_note(rel) if v is not None else self.broker.vaults.read_note(rel)
+        note = v.read_note(rel) if v is not None else self.broker.vaults.read_note(rel)
+        why = _hidden_target(str(self._owner(note).root), note.path)
+        if why is not None:  # a symlink inside the vault to .obsidian/ (plugin tokens) or .trash/
+            raise CallRefused(
+                "blocked",
+                f"{note.path!r} is a symlink that {why} of the vault; not readable",
+                "PathOutsideVault",
+            )
+        return note
 
     def _owner(self, note: Note) -> Vault:
         return self.broker.vaults.get(note.vault or self.broker.vaults.ids[0])
@@ -276,7 +322,13 @@ class BrokerRun:
             vaults=_str_list("vaults", vaults),
             exclude=self.broker.exclude,
         )
-        return [h.to_dict() for h in hits]
+        return [h.to_dict() for h in hits if self._shown(h.vault, h.path)]
+
+    def _shown(self, vault: str, rel: str) -> bool:
+        """A hit may be shown unless it is a symlink to a hidden file (the index keeps symlinks that stay
+        inside the vault, even into .obsidian/)."""
+        root = str(self.broker.vaults.get(vault or self.broker.vaults.ids[0]).root)
+        return not os.path.islink(os.path.join(root, rel)) or _hidden_target(root, rel) is None
 
     def read_note(self, path: Any = None, vault: Any = None) -> Any:
         note = self._note(path, vault)
@@ -345,9 +397,10 @@ class BrokerRun:
     def read_file(self, path: Any = None, root: Any = None) -> Any:
         r = self._root(root)
         rel = _check_path(path)
+        why = _hidden_target(str(r.path), rel)
+        if why is not None:
+            raise CallRefused("blocked", f"{rel!r} {why} of the allowed root", "PathOutsideVault")
         real = os.path.realpath(r.path / rel)
-        if not (real == str(r.path) or real.startswith(str(r.path) + os.sep)):
-            raise CallRefused("blocked", f"{rel!r} resolves outside the allowed root", "PathOutsideVault")
         if not os.path.isfile(real):
             raise CallRefused("error", f"no file {rel!r} in root {r.id!r}", "FileNotFound")
         with open(real, "rb") as fh:
@@ -367,8 +420,7 @@ class BrokerRun:
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 full = os.path.join(dirpath, name)
-                real = os.path.realpath(full)
-                if name.startswith(".") or not real.startswith(str(r.path) + os.sep):
+                if name.startswith(".") or _hidden_target(str(r.path), os.path.relpath(full, r.path)):
                     continue
                 out.append(os.path.relpath(full, r.path).replace(os.sep, "/"))
                 if len(out) >= MAX_LISTING:

@@ -28,6 +28,7 @@ from typing import Any
 from ._client import Obsidian, ResultError, to_plain
 from ._facades import FacadeModule, build_modules, warm_up
 from ._policy import (
+    MAX_MESSAGE,
     SCRIPT_MODULE,
     Guards,
     Recorder,
@@ -43,7 +44,7 @@ from ._wire import FrameError, decode, encode, read_frame, recv_frame, send_fram
 __all__ = ["zygote_main"]
 
 CHAN_FD = 3
-MAX_SCRIPT_BYTES = 1 << 20
+MAX_SCRIPT_BYTES = 8 << 20  # 256k characters, JSON-escaped (a control character takes 6 bytes)
 NOBODY = 65534
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -173,10 +174,11 @@ def _child(fds: list[int], zygote_pid: int, run: dict[str, Any], init: dict[str,
 
 
 def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None:
-    recorder = Recorder()
+    recorder = Recorder(_notifier(chan))
     _CURRENT["recorder"] = recorder
     cap = int(run["limits"]["output_bytes"])
     output = _Output(cap, recorder)
+    sys.stdout = _TextSink(output)  # what library code prints (re.DEBUG ...) counts as the script's output
     stats: dict[str, Any] = {"seccomp": seccomp, "uid": os.getuid()}
     frame = recv_frame(chan, MAX_SCRIPT_BYTES)
     script = frame.get("script") if isinstance(frame, dict) else None
@@ -214,12 +216,9 @@ def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None
     done = _execute(code, namespace, recorder)
     stats["exec_ms"] = round((time.perf_counter() - t1) * 1000, 3)
     if done["status"] == "ok":
-        try:
-            done["result"] = to_plain(namespace.get("__result__"), max(cap - output.used, 0))
-        except ResultError as exc:
-            done = {"status": exc.kind, "type": "ResultError", "message": str(exc)}
-        except RecursionError:
-            done = {"status": "limited", "type": "ResultError", "message": "__result__ is nested too deeply"}
+        # Converting the result may run the script's own code (``__lt__`` while sorting a set, a
+        # property of a dataclass): it is judged like the rest of the script.
+        done = _result(namespace.get("__result__"), max(cap - output.used, 0), recorder)
     stats["violations"] = recorder.violations[:20]
     stats["limits"] = recorder.limits[:20]
     stats["stdout_bytes"] = output.used
@@ -229,9 +228,70 @@ def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None
         payload = encode({"t": "done", **done, "stats": stats})
     except (TypeError, ValueError):
         payload = encode(
-            {"t": "done", "status": "error", "type": "ResultError", "message": "result not JSON"}
+            {"t": "done", **_verdict(recorder, "error", "ResultError", "result not JSON"), "stats": stats}
         )
     chan.sendall(payload)
+
+
+class _TextSink:
+    """``sys.stdout`` in the child: text written there goes to the script's capped output."""
+
+    def __init__(self, output: _Output) -> None:
+        self._output = output
+
+    def write(self, text: str) -> int:
+        self._output.write(str(text))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _notifier(chan: socket.socket) -> Any:
+    """Tell the parent about each violation or limit as it is recorded (a run killed later, or one
+    whose process crashes, is still judged by what it tried)."""
+
+    def notify(kind: str, message: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            chan.sendall(encode({"t": "note", "kind": kind, "message": message}))
+
+    return notify
+
+
+def _verdict(recorder: Recorder, status: str, etype: str, message: str, **extra: Any) -> dict[str, Any]:
+    """How a run ended, where a recorded violation (even a caught one) outranks everything else and a
+    recorded limit outranks an ordinary error."""
+    if recorder.violations:
+        return {"status": "blocked", "type": "PolicyViolation", "message": recorder.violations[0]}
+    if recorder.limits and (status != "limited" or etype == "LimitExceeded"):
+        return {"status": "limited", "type": "LimitExceeded", "message": recorder.limits[0]}
+    return {"status": status, "type": etype[:200], "message": message, **extra}
+
+
+def _result(value: Any, budget: int, recorder: Recorder) -> dict[str, Any]:
+    try:
+        plain = to_plain(value, budget)
+    except ResultError as exc:
+        return _verdict(recorder, exc.kind, "ResultError", str(exc))
+    except RecursionError:
+        return _verdict(recorder, "limited", "ResultError", "__result__ is nested too deeply")
+    except MemoryError:
+        return _verdict(recorder, "limited", "MemoryError", "memory limit reached while returning __result__")
+    except BaseException as exc:
+        return _verdict(
+            recorder, "error", "ResultError", f"__result__ could not be converted: {_describe(exc)}"
+        )
+    if recorder.violations or recorder.limits:
+        return _verdict(recorder, "ok", "", "")
+    return {"status": "ok", "result": plain}
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:
+        text = "<unprintable>"
+    return f"{type(exc).__name__}: {text[:2000]}"
 
 
 def _execute(code: Any, namespace: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
@@ -239,36 +299,21 @@ def _execute(code: Any, namespace: dict[str, Any], recorder: Recorder) -> dict[s
     try:
         exec(code, namespace)
     except SandboxViolation as exc:
-        return {"status": "blocked", "type": "PolicyViolation", "message": str(exc)}
+        # Raised by a guard (recorded), or by the script itself with a class it caught earlier.
+        return _verdict(recorder, "blocked", "PolicyViolation", str(exc)[:MAX_MESSAGE])
     except SandboxLimit as exc:
-        return {"status": "limited", "type": "LimitExceeded", "message": str(exc)}
+        return _verdict(recorder, "limited", "LimitExceeded", str(exc)[:MAX_MESSAGE])
     except MemoryError:
-        return {
-            "status": "limited",
-            "type": "MemoryError",
-            "message": "memory limit reached; process less at once",
-        }
+        return _verdict(recorder, "limited", "MemoryError", "memory limit reached; process less at once")
     except RecursionError as exc:
         line = script_line(exc.__traceback__)
         where = f" (line {line})" if line else ""
-        return {"status": "limited", "type": "RecursionError", "message": f"recursion too deep{where}"}
+        return _verdict(recorder, "limited", "RecursionError", f"recursion too deep{where}")
     except BaseException as exc:
-        if recorder.violations:
-            return {"status": "blocked", "type": "PolicyViolation", "message": recorder.violations[0]}
-        if recorder.limits:
-            return {"status": "limited", "type": "LimitExceeded", "message": recorder.limits[0]}
         line = script_line(exc.__traceback__)
-        try:
-            text = str(exc)
-        except BaseException:
-            text = "<unprintable>"
-        message = f"{type(exc).__name__}: {text[:2000]}" + (f" (line {line})" if line else "")
-        return {"status": "error", "type": type(exc).__name__, "message": message, "line": line}
-    if recorder.violations:
-        return {"status": "blocked", "type": "PolicyViolation", "message": recorder.violations[0]}
-    if recorder.limits:
-        return {"status": "limited", "type": "LimitExceeded", "message": recorder.limits[0]}
-    return {"status": "ok"}
+        message = _describe(exc) + (f" (line {line})" if line else "")
+        return _verdict(recorder, "error", type(exc).__name__, message, line=line)
+    return _verdict(recorder, "ok", "", "")
 
 
 _MODULES: dict[str, Any] = {}

@@ -22,6 +22,7 @@ import heapq
 import importlib
 import itertools
 import json
+import keyword
 import math
 import pathlib
 import random
@@ -151,13 +152,15 @@ def _checked_document(loader: _CappedLoader) -> Any:
 
 
 def _yaml_text(stream: Any) -> str:
+    # Unbound methods: a script's str or bytes subclass could override decode or __len__ (the cap).
     if isinstance(stream, bytes):
-        stream = stream.decode("utf-8")
+        stream = bytes.decode(stream, "utf-8")
     if not isinstance(stream, str):
         raise TypeError("yaml.safe_load takes a str or bytes in the sandbox")
-    if len(stream) > MAX_YAML_CHARS:
+    text: str = str.__str__(stream)
+    if len(text) > MAX_YAML_CHARS:
         raise ValueError(f"YAML text longer than {MAX_YAML_CHARS} characters; refused")
-    return stream
+    return text
 
 
 def _safe_load(stream: Any) -> Any:
@@ -184,6 +187,29 @@ def _safe_load_all(stream: Any) -> list[Any]:
 def _safe_dump(data: Any, **kwargs: Any) -> Any:
     kwargs.pop("stream", None)
     return yaml.safe_dump(data, None, **kwargs)
+
+
+# --- dataclasses: fields named like Python names only -----------------------------------------------------
+
+
+def _check_field_names(cls: Any) -> None:
+    """dataclasses writes each field name into generated source (``__init__``, ``__eq__``...) and execs
+    it with real builtins. A class statement only produces identifiers; refuse anything else."""
+    # Exactly what dataclasses reads (not inspect.get_annotations, which could differ).
+    annotations = cls.__dict__.get("__annotations__", {}) if isinstance(cls, type) else {}  # noqa: RUF063
+    for name in annotations:
+        if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name):
+            raise TypeError(f"dataclass field names must be Python identifiers, not {name!r}")
+
+
+def _dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
+    """``dataclasses.dataclass`` (bare or with options) that checks field names first."""
+
+    def wrap(c: Any) -> Any:
+        _check_field_names(c)
+        return dataclasses.dataclass(c, **kwargs)
+
+    return wrap if cls is None else wrap(cls)
 
 
 # --- the table ------------------------------------------------------------------------------------------
@@ -278,6 +304,8 @@ def build_modules(on_hidden: Callable[[str], NoReturn]) -> dict[str, Any]:
         "Path": pathlib.PurePosixPath,  # pure only: no file access behind it
     }
     modules["pathlib"] = (pathlib, path_attrs, _hidden_names(pathlib, path_attrs))
+    dc = modules["dataclasses"]
+    modules["dataclasses"] = (dc[0], {**dc[1], "dataclass": _dataclass}, dc[2])
 
     def hidden_refusal(message: str) -> NoReturn:
         if message.startswith("yaml."):

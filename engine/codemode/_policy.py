@@ -7,6 +7,7 @@ several: the process boundary, rlimits and seccomp hold even if a guard here wer
 from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]
+import abc
 import ast
 import builtins
 import operator
@@ -18,7 +19,7 @@ from pathlib import PurePath
 from typing import Any, NoReturn
 
 from RestrictedPython.compile import compile_restricted_exec
-from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer
+from RestrictedPython.transformer import ALLOWED_FUNC_NAMES, INSPECT_ATTRIBUTES, RestrictingNodeTransformer
 
 from ._facades import FacadeModule
 
@@ -35,12 +36,19 @@ __all__ = [
 SCRIPT_MODULE = "__script__"
 SCRIPT_FILENAME = "<script>"
 RESULT_NAME = "__result__"
+MAX_MESSAGE = 500  # a recorded violation or limit (the script controls parts of some messages)
+MAX_NOTIFIED = 20  # violations (and limits) reported to the parent as they happen
 
 # Dunder methods a script may define on its own classes (called by the interpreter, never reachable by name).
 EXTRA_MAGIC = frozenset({"__repr__", "__str__", "__len__", "__hash__", "__bool__", "__post_init__"})
+# ``super().__init__(...)`` and its kind: the dunder methods a script's class may define, reached on super().
+SUPER_METHODS = frozenset(ALLOWED_FUNC_NAMES) | EXTRA_MAGIC
 DENIED_ATTRS = frozenset(INSPECT_ATTRIBUTES) | {"mro", "f_lineno", "tb_lasti", "tb_lineno", "f_lasti"}
 DANGEROUS_VALUES = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType)
-WRITABLE_BUILTINS = (dict, list, set, bytearray, deque, ChainMap)
+_SUSPECT_VALUES = (*DANGEROUS_VALUES, type)  # what a guard looks at twice: metaclasses are types
+# Builtin containers a script may modify, and ChainMap, checked by exact ancestry (it is an ABC:
+# ``isinstance`` would believe ``ChainMap.register(AnyClass)``).
+WRITABLE_BUILTINS = (dict, list, set, bytearray, deque)
 PATH_IO = frozenset(
     "read_text read_bytes write_text write_bytes open exists is_file is_dir iterdir glob rglob stat lstat "
     "resolve absolute touch mkdir rmdir unlink rename replace home cwd expanduser samefile owner group "
@@ -76,20 +84,43 @@ class ScriptCompileError(Exception):
         self.kind = kind
 
 
-class Recorder:
-    """Every violation and limit hit during one script, kept even when the script catches them."""
+class _Unique:
+    """Trusted helpers a script can hold a reference to (bound guards, the recorder): copying one
+    (``dataclasses.asdict`` deep-copies field values) gives the object itself, never a twin whose
+    recorder the run would not see."""
 
-    def __init__(self) -> None:
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("sandbox internals cannot be pickled")
+
+
+class Recorder(_Unique):
+    """Every violation and limit hit during one script, kept even when the script catches them.
+    ``notify`` (the sandbox child's) tells the trusted parent at once, so a run that is later killed or
+    crashes is still reported as blocked."""
+
+    def __init__(self, notify: Callable[[str, str], None] | None = None) -> None:
         self.violations: list[str] = []
         self.limits: list[str] = []
+        self.notify = notify
+
+    def _note(self, kind: str, into: list[str], message: str) -> str:
+        message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
+        into.append(message)
+        if self.notify is not None and len(into) <= MAX_NOTIFIED:
+            self.notify(kind, message)
+        return message
 
     def block(self, message: str) -> NoReturn:
-        self.violations.append(message)
-        raise SandboxViolation(message)
+        raise SandboxViolation(self._note("blocked", self.violations, message))
 
     def limit(self, message: str) -> NoReturn:
-        self.limits.append(message)
-        raise SandboxLimit(message)
+        raise SandboxLimit(self._note("limited", self.limits, message))
 
 
 # --- compile -------------------------------------------------------------------------------------------
@@ -97,7 +128,8 @@ class Recorder:
 
 class ShadTransformer(RestrictingNodeTransformer):
     """RestrictedPython's transformer plus what model-written code needs: ``__result__``, augmented
-    assignment to items and attributes (through guarded helpers) and annotated assignments."""
+    assignment to items and attributes (through guarded helpers), annotated assignments and
+    ``super().__init__(...)`` (through a guarded helper that admits the script's own classes only)."""
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if name == RESULT_NAME:
@@ -113,6 +145,25 @@ class ShadTransformer(RestrictingNodeTransformer):
         for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
             if arg is not None:
                 self.check_name(node, arg.arg)
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        value = node.value
+        if (
+            node.attr in SUPER_METHODS
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "super"
+            and not value.args
+            and not value.keywords
+        ):  # super().__init__ -> _super_attr_(super(), "__init__"), checked again at run time
+            call = ast.Call(
+                func=ast.Name("_super_attr_", ast.Load()),
+                args=[self.visit(value), ast.Constant(node.attr)],
+                keywords=[],
+            )
+            return ast.fix_missing_locations(ast.copy_location(call, node))
+        return super().visit_Attribute(node)
 
     def _check_attr(self, node: ast.AST, attr: str) -> None:
         if attr.startswith("_") or attr in DENIED_ATTRS:
@@ -216,7 +267,18 @@ class _PrintCollector:
         return "".join(self._text)
 
 
-class Guards:
+def _plain_name(name: Any) -> str:
+    """An attribute name as a plain ``str``. A script's ``str`` subclass can override ``startswith``,
+    ``__eq__`` and ``__hash__`` and so lie to every check below, while ``getattr`` still looks up its
+    real text: the checks and the lookup must see the same, plain string."""
+    if type(name) is str:
+        return name
+    if not isinstance(name, str):
+        raise TypeError("attribute name must be a string")
+    return str.__str__(name)  # a copy of the characters, as an exact str
+
+
+class Guards(_Unique):
     """The functions RestrictedPython's compiled code calls, bound to one script's recorder."""
 
     def __init__(self, recorder: Recorder, modules: dict[str, Any], sink: Callable[[str], None]) -> None:
@@ -224,21 +286,34 @@ class Guards:
         self.modules = modules
         self.sink = sink
         self.formatter = _SafeFormatter(self)
+        # The script's ``type``: one object, so that ``type(int) is type`` holds (see ``type`` below).
+        self.type_builtin = self.type
+
+    def _refuse_value(self, value: Any) -> None:
+        if isinstance(value, DANGEROUS_VALUES):
+            self.recorder.block(f"{type(value).__name__} objects are not accessible in the sandbox")
+        if isinstance(value, type) and issubclass(value, type):
+            self.recorder.block(
+                "metaclasses are not accessible in the sandbox (calling one would define a class "
+                "outside the policy); define classes with `class`"
+            )
 
     # reads
     def getattr(self, obj: Any, name: Any, *default: Any) -> Any:
-        if not isinstance(name, str):
-            raise TypeError("attribute name must be a string")
+        name = _plain_name(name)
         if name.startswith("_") or name in DENIED_ATTRS:
             self.recorder.block(f"access to attribute {name!r} is not allowed in the sandbox")
         if isinstance(obj, DANGEROUS_VALUES):
             self.recorder.block(f"{type(obj).__name__} objects are not accessible in the sandbox")
+        # ``super(S, s).format`` is str.format itself: a super object is judged by what it is bound to.
+        bound = builtins.getattr(obj, "__self__", None) if isinstance(obj, super) else None
+        subject = obj if bound is None else bound
         if name in ("format", "format_map") and (
-            isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+            isinstance(subject, str) or (isinstance(subject, type) and issubclass(subject, str))
         ):
-            return self._format_method(obj, name)
+            return self._format_method(subject, name)
         if name in PATH_IO and (
-            isinstance(obj, PurePath) or (isinstance(obj, type) and issubclass(obj, PurePath))
+            isinstance(subject, PurePath) or (isinstance(subject, type) and issubclass(subject, PurePath))
         ):
             self.recorder.block(
                 f"pathlib in the sandbox has pure paths only (no file access): .{name}() is not available; "
@@ -250,8 +325,11 @@ class Guards:
             if default:
                 return default[0]
             raise
-        if isinstance(value, DANGEROUS_VALUES):
-            self.recorder.block(f"{type(value).__name__} objects are not accessible in the sandbox")
+        self._refuse_value(value)
+        if name == "register" and getattr(value, "__func__", None) is abc.ABCMeta.register:
+            owner = value.__self__
+            if not self.writable(owner):  # a library ABC: registering would change isinstance for all
+                self.recorder.block(f"cannot register classes with {owner.__name__!r} in the sandbox")
         return value
 
     def _format_method(self, obj: Any, name: str) -> Callable[..., str]:
@@ -267,7 +345,10 @@ class Guards:
     def getitem(self, obj: Any, key: Any) -> Any:
         if isinstance(obj, DANGEROUS_VALUES):
             self.recorder.block(f"{type(obj).__name__} objects are not accessible in the sandbox")
-        return obj[key]
+        value = obj[key]
+        if isinstance(value, _SUSPECT_VALUES):
+            self._refuse_value(value)
+        return value
 
     def getiter(self, obj: Any) -> Iterator[Any]:
         if isinstance(obj, DANGEROUS_VALUES):
@@ -275,7 +356,8 @@ class Guards:
         return iter(obj)
 
     def hasattr(self, obj: Any, name: Any) -> bool:
-        if not isinstance(name, str) or name.startswith("_") or name in DENIED_ATTRS:
+        name = _plain_name(name)
+        if name.startswith("_") or name in DENIED_ATTRS:
             return False
         if isinstance(obj, FacadeModule) and name not in builtins.dir(obj):
             return False  # probing a module for an optional name is common and harmless
@@ -295,7 +377,10 @@ class Guards:
     def writable(obj: Any) -> bool:
         if isinstance(obj, type):
             return obj.__dict__.get("__module__") == SCRIPT_MODULE
-        return isinstance(obj, WRITABLE_BUILTINS) or type(obj).__module__ == SCRIPT_MODULE
+        cls = type(obj)
+        return (
+            isinstance(obj, WRITABLE_BUILTINS) or cls.__module__ == SCRIPT_MODULE or ChainMap in cls.__mro__
+        )
 
     def write(self, obj: Any) -> Any:
         if not self.writable(obj):
@@ -307,11 +392,10 @@ class Guards:
         return obj
 
     def _check_name(self, name: Any) -> str:
-        if not isinstance(name, str):
-            raise TypeError("attribute name must be a string")
-        if name.startswith("_") or name in DENIED_ATTRS:
-            self.recorder.block(f"setting attribute {name!r} is not allowed in the sandbox")
-        return name
+        text = _plain_name(name)
+        if text.startswith("_") or text in DENIED_ATTRS:
+            self.recorder.block(f"setting attribute {text!r} is not allowed in the sandbox")
+        return text
 
     def setattr(self, obj: Any, name: Any, value: Any) -> None:
         builtins.setattr(self.write(obj), self._check_name(name), value)
@@ -335,11 +419,25 @@ class Guards:
             target, self._check_name(name), self.inplacevar(op, self.getattr(target, name), value)
         )
 
+    def super_attr(self, sup: Any, name: str) -> Any:
+        """``super().__init__`` (and the other dunders a script class may define), for the script's own
+        classes only: a real super object bound to an instance (or class) the script defined."""
+        bound = builtins.getattr(sup, "__self__", None) if isinstance(sup, super) else None
+        if name not in SUPER_METHODS or bound is None or not self.writable(bound):
+            self.recorder.block(f"super().{name} is only available inside your own classes in the sandbox")
+        return builtins.getattr(sup, name)
+
     # builtins that need care
     def type(self, *args: Any) -> Any:
         if len(args) != 1:
             self.recorder.block("type() takes one argument in the sandbox; define classes with `class`")
-        return builtins.type(args[0])
+        cls = builtins.type(args[0])
+        if issubclass(cls, builtins.type):
+            # The type of a class is a metaclass (``type`` itself, ABCMeta, EnumType): calling one with
+            # three arguments defines a class outside the policy (any dunder, any annotation, which
+            # dataclasses turns into generated source). The script gets its own one-argument ``type``.
+            return self.type_builtin
+        return cls
 
     def import_(
         self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0

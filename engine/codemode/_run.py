@@ -26,6 +26,7 @@ __all__ = ["Outcome", "ScriptRun"]
 MAX_CHILD_FRAME = 1 << 20
 STDERR_CAP = 16_384
 KILL_GRACE = 2.0
+MAX_NOTES = 20
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Outcome:
     stdout_bytes: bytes = b""
     stderr: bytes = b""
     child_stats: dict[str, Any] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
 
 
 class ScriptRun:
@@ -54,6 +56,7 @@ class ScriptRun:
         self.err_r, err_w = os.pipe()
         self.child_fds = [child_chan.detach(), out_w, err_w]
         self.sel = selectors.DefaultSelector()
+        self.notes: dict[str, list[str]] = {"blocked": [], "limited": []}
 
     def close(self) -> None:
         self.sel.close()
@@ -131,6 +134,8 @@ class ScriptRun:
                                 frame = decode(body)
                                 if isinstance(frame, dict) and frame.get("t") == "done":
                                     done = frame
+                                elif isinstance(frame, dict) and frame.get("t") == "note":
+                                    self._note(frame)
                                 else:
                                     pending.extend(self._serve(frame))
                                     self.sel.modify(self.chan, selectors.EVENT_READ | selectors.EVENT_WRITE)
@@ -176,8 +181,30 @@ class ScriptRun:
         out.stderr = bytes(stderr)
         if killed_for is not None:
             out.error = (*killed_for, None)
-            return out
-        return self._classify(out, done, exit_info or {})
+            return self._judge(out)
+        return self._judge(self._classify(out, done, exit_info or {}))
+
+    def _note(self, frame: dict[str, Any]) -> None:
+        """The child reports each violation or limit as it is recorded (no reply)."""
+        kind, message = frame.get("kind"), frame.get("message")
+        if kind in self.notes and len(self.notes[kind]) < MAX_NOTES:
+            self.notes[kind].append(str(message)[:500])
+
+    def _judge(self, out: Outcome) -> Outcome:
+        """Whatever the child said or however it ended (killed at the wall clock, crashed, or a verdict
+        that missed one), a violation it reported, or a request the broker refused as one, makes the
+        run blocked; a reported limit makes an errored run limited."""
+        refused = [r.partition(": ")[2] for r in self.calls.refused if r.startswith("blocked: ")]
+        violations = self.notes["blocked"] + refused
+        out.violations = violations[:MAX_NOTES]
+        kind = out.error[0] if out.error else None
+        if violations and kind != "blocked":
+            out.error = ("blocked", "PolicyViolation", violations[0], None)
+            out.result = None
+        elif self.notes["limited"] and kind in (None, "error"):
+            out.error = ("limited", "LimitExceeded", self.notes["limited"][0], None)
+            out.result = None
+        return out
 
     def _serve(self, frame: Any) -> bytes:
         t0 = time.perf_counter()

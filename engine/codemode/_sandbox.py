@@ -208,7 +208,7 @@ class Sandbox:
                 },
                 "broker": run.calls.stats(),
                 "stdout_bytes": len(outcome.stdout_bytes),
-                "violations": outcome.child_stats.get("violations", []),
+                "violations": outcome.child_stats.get("violations") or outcome.violations,
                 "limits": {
                     "timeout_s": timeout,
                     "memory_mb": self.memory_mb,

@@ -91,7 +91,7 @@ def build_globals(guards: Guards, maker: ClassMaker, extra: dict[str, Any]) -> d
         setattr=guards.setattr,
         delattr=guards.delattr,
         dir=guards.dir,
-        type=guards.type,
+        type=guards.type_builtin,
         __import__=guards.import_,
         __build_class__=builtins.__build_class__,
     )
@@ -107,6 +107,7 @@ def build_globals(guards: Guards, maker: ClassMaker, extra: dict[str, Any]) -> d
         "_inplacevar_": guards.inplacevar,
         "_aug_item_": guards.aug_item,
         "_aug_attr_": guards.aug_attr,
+        "_super_attr_": guards.super_attr,
         "_apply_": _apply,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,

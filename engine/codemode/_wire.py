@@ -21,7 +21,10 @@ class FrameError(Exception):
 
 
 def encode(obj: Any) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    # A lone surrogate (a file name that is not UTF-8, "\ud800" in a script) becomes "?": every frame
+    # is valid UTF-8, and neither side fails on text the other side sent.
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    data = text.encode("utf-8", "replace")
     return _HEADER.pack(len(data)) + data
 
 
