@@ -266,6 +266,59 @@ def test_moderately_nested_frontmatter_is_kept() -> None:
     assert note.diagnostics == []
 
 
+# Values YAML builds but no index can hold: they are kept as the text written, with a warning, and
+# the note's other fields, tags and links load as usual. (Before: NaN/infinity went into the index as
+# invalid JSON, a 5,000-digit integer or a non-existent date raised out of the parser.)
+@pytest.mark.parametrize(
+    "written",
+    [".nan", ".NaN", ".inf", "-.inf", "+.Inf", "1.0e+400", "-2.5e+999"],
+)
+def test_nan_and_infinity_in_frontmatter_are_kept_as_text(written: str) -> None:
+    note = parse(f"---\nscore: {written}\ntags: [a]\nrating: 4.5\n---\nbody [[A]]\n")
+    assert note.frontmatter == {"score": written, "tags": ["a"], "rating": 4.5}
+    assert codes(note) == ["frontmatter_value_as_text"]
+    diag = note.diagnostics[0]
+    assert diag.severity == "warning"
+    assert "'score'" in diag.message and "not a finite number" in diag.message
+    assert note.tags == ["a"] and targets(note) == ["A"]
+    json.dumps(note.to_dict(), allow_nan=False)  # strict JSON, what SQLite's JSON functions accept
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["9" * 5000, "-" + "1" * 4301, "1_" * 4400 + "1", "0x" + "f" * 4000, "0b" + "1" * 20_000],
+    ids=["5000-digits", "negative-4301-digits", "underscores", "hex", "binary"],
+)
+def test_integer_too_long_to_store_is_kept_as_text(written: str) -> None:
+    note = parse(f"---\nbig: {written}\nsmall: 12\nlist: [{written}, 3]\n---\nbody\n")
+    assert note.frontmatter == {"big": written, "small": 12, "list": [written, 3]}
+    assert codes(note) == ["frontmatter_value_as_text"]
+    message = note.diagnostics[0].message
+    assert "'big'" in message and "'list'" in message and "too long" in message
+    assert len(message) < 300  # the value itself is not repeated in full
+    json.dumps(note.to_dict(), allow_nan=False)
+
+
+def test_large_but_storable_numbers_are_unchanged() -> None:
+    note = parse(f"---\na: {2**70}\nb: {'9' * 3000}\nc: 1.5e+300\nd: 0x1F\n---\nx")
+    assert note.frontmatter == {"a": 2**70, "b": int("9" * 3000), "c": 1.5e300, "d": 31}
+    assert note.diagnostics == []
+
+
+@pytest.mark.parametrize("written", ["2024-13-45", "2024-02-30", "2024-02-30 25:61:00"])
+def test_date_that_does_not_exist_is_kept_as_text(written: str) -> None:
+    note = parse(f"---\ncreated: {written}\ntype: log\n---\nbody\n")
+    assert note.frontmatter == {"created": written, "type": "log"}
+    assert codes(note) == ["frontmatter_value_as_text"]
+    assert "not a valid date" in note.diagnostics[0].message
+
+
+def test_values_kept_as_text_in_otherwise_invalid_yaml_are_reported() -> None:
+    note = parse("---\nscore: .nan\ntype: log\nbroken: [unclosed\n---\nbody\n")
+    assert note.frontmatter == {"score": ".nan", "type": "log"}
+    assert sorted(codes(note)) == ["frontmatter_value_as_text", "invalid_frontmatter"]
+
+
 def test_frontmatter_only_and_empty_diagnostics() -> None:
     assert codes(parse("---\na: 1\n---\n")) == ["frontmatter_only"]
     assert codes(parse("---\na: 1\n---\n\n  \n")) == ["frontmatter_only"]

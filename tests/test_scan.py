@@ -226,6 +226,49 @@ def test_find_and_python_walks_agree(make_vault: MakeVault, demo_vault: Path, tm
         assert sorted(by_find.skipped) == sorted(by_python.skipped)
 
 
+def _bytes_name(root: Path, rel: bytes, content: bytes = b"# x\n") -> None:
+    """Write a file whose name is raw bytes (not UTF-8); skip where the filesystem refuses such names."""
+    full = os.path.join(os.fsencode(root), rel)
+    try:
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as fh:
+            fh.write(content)
+    except OSError as exc:
+        pytest.skip(f"this filesystem refuses non-UTF-8 file names: {exc}")
+
+
+_SCANNERS = [
+    pytest.param(
+        "find",
+        marks=pytest.mark.skipif(_scan._gnu_find() is None, reason="GNU find is not installed here"),
+    ),
+    "python",
+]
+
+
+@pytest.mark.parametrize("scanner", _SCANNERS)
+def test_name_that_is_not_utf8_is_skipped_and_reported(make_vault: MakeVault, scanner: str) -> None:
+    # Such a name reaches Python as a surrogate escape ("bad\udcff.md"), which SQLite cannot store:
+    # indexed, it broke every index-based call for the whole vault.
+    root = make_vault({"ok.md": "x", "Café/fine.md": "y"})
+    _bytes_name(root, b"bad\xff.md")
+    _bytes_name(root, b"img\xfe.png", b"\x89PNG")
+    _bytes_name(root, b"Dir\xfe/in.md")
+    _bytes_name(root, b"Dir\xfe/Sub\xfd/deeper.md")
+    _bytes_name(root, b"Dir\xfe/Sub/deepest.md")
+    scan = _scan._scan_with_find if scanner == "find" else _scan._scan_with_python
+    result = scan(str(root))
+    assert sorted(result.files) == ["Café/fine.md", "ok.md"]
+    assert reasons(result) == {
+        "bad\\xff.md": "file name is not valid UTF-8; it is not indexed (rename it to fix this)",
+        "img\\xfe.png": "file name is not valid UTF-8; it is not indexed (rename it to fix this)",
+        "Dir\\xfe": "folder name is not valid UTF-8; its files are not indexed (rename it to fix this)",
+    }
+    for path, reason in result.skipped:  # printable and storable as they are
+        path.encode("utf-8")
+        reason.encode("utf-8")
+
+
 def test_chmod_000_folder(make_vault: MakeVault) -> None:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         pytest.skip("running as root: chmod 000 does not stop root from reading the folder")

@@ -512,6 +512,39 @@ def test_where_filter_date_value(demo: Vault) -> None:
     assert by_date == by_string
 
 
+NAN_VAULT = {
+    "nan.md": "---\nkind: cup\nscore: .nan\nrange: [-.inf, .inf]\n---\ncrema from the odd note\n",
+    "good.md": "---\nkind: cup\nscore: 3\n---\ncrema from the good note\n",
+}
+
+
+def test_where_filter_over_a_vault_with_nan_frontmatter(tmp_path: Path) -> None:
+    """NaN/infinity in one note's frontmatter used to be indexed as JSON SQLite rejects ("malformed
+    JSON"): every ``where`` search of the vault failed. They are kept as the text written."""
+    v = Vault(write_vault(tmp_path / "v", NAN_VAULT))
+    assert sorted(paths(v.search("crema", where={"kind": "cup"}))) == ["good.md", "nan.md"]
+    assert paths(v.search("crema", where={"score": 3})) == ["good.md"]
+    assert paths(v.search("", where={"score": ".nan"})) == ["nan.md"]
+    assert paths(v.search("", where={"range": ".inf"})) == ["nan.md"]
+
+
+def test_code_mode_search_over_a_vault_with_nan_frontmatter(tmp_path: Path) -> None:
+    from engine.codemode import Sandbox, SandboxUnavailable
+
+    v = Vault(write_vault(tmp_path / "v", NAN_VAULT))
+    script = (
+        'plain = [h["path"] for h in obsidian.search("crema")]\n'
+        'kept = [h["path"] for h in obsidian.search("crema", where={"kind": "cup"})]\n'
+        "__result__ = [sorted(plain), sorted(kept)]\n"
+    )
+    try:
+        with Sandbox([v]) as sb:
+            result = sb.run(script).result
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no Code Mode sandbox here: {exc}")
+    assert result == [["good.md", "nan.md"], ["good.md", "nan.md"]]
+
+
 def test_modified_filters(tmp_path: Path) -> None:
     root = write_vault(tmp_path / "v", {"old.md": "bean old", "mid.md": "bean mid", "new.md": "bean new"})
     stamps = {

@@ -42,7 +42,8 @@ __all__ = [
     "shad_home",
 ]
 
-SCHEMA_VERSION = "7"
+# 8: frontmatter NaN/infinity is stored as text (7 wrote it as JSON that SQLite rejects): rebuild once.
+SCHEMA_VERSION = "8"
 CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 _BATCH = 1000
 _REMEMBER_REREAD = 5000  # after writing more files than this, the state is read back whole

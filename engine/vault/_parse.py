@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -41,7 +42,57 @@ MAX_CHUNKS = 1_000  # passages per note; the rest joins the last one
 _MIN_CHUNK = 40
 RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "part_of")
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Integers longer than this many bits (about 3,900 digits) are kept as text: well inside Python's
+# 4,300-digit limit on int <-> str conversion, beyond which str() and json.dumps() raise.
+MAX_INT_BITS = 13_000
+
+
+class _AsText(str):
+    """A frontmatter scalar that YAML would make a value no index can hold (NaN, infinity, an integer
+    of thousands of digits, a date that does not exist): kept as the text written, with the reason."""
+
+    reason: str
+
+
+def _as_text(node: Any, reason: str) -> _AsText:
+    text = _AsText(node.value)
+    text.reason = reason
+    return text
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """YAML's safe loader, except that a scalar whose value cannot be stored (as JSON, in SQLite) or
+    cannot even be built stays the string it was written as (see ``_AsText``): one bad value in one
+    note must not break indexing the vault."""
+
+
+def _int_or_text(loader: Any, node: Any) -> Any:
+    try:
+        value = yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+    except ValueError:  # more than 4,300 decimal digits: int() itself refuses
+        return _as_text(node, "an integer too long to store")
+    if value.bit_length() > MAX_INT_BITS:  # 0x..., 0b..., 1:2:3 forms build it; str() would refuse
+        return _as_text(node, "an integer too long to store")
+    return value
+
+
+def _float_or_text(loader: Any, node: Any) -> Any:
+    value = yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
+    # NaN and infinity have no JSON form (json.dumps writes NaN, which SQLite's JSON functions reject).
+    return value if math.isfinite(value) else _as_text(node, "not a finite number")
+
+
+def _timestamp_or_text(loader: Any, node: Any) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):  # 2024-13-45: shaped like a date, but no such day
+        return _as_text(node, "not a valid date")
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int_or_text)
+_Loader.add_constructor("tag:yaml.org,2002:float", _float_or_text)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(|.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
@@ -280,7 +331,7 @@ def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
     try:
         data = yaml.load(block, Loader=_Loader)
     except yaml.YAMLError as exc:
-        recovered = _recover_yaml(block)
+        recovered = _recover_yaml(block, diagnostics)
         where = getattr(exc, "problem_mark", None)
         line = f" at frontmatter line {where.line + 1}" if where is not None else ""
         diagnostics.append(
@@ -304,25 +355,50 @@ def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
             )
         )
         return {}
+    budget = _Budget()
     try:
-        return _plain(data, _Budget())  # type: ignore[no-any-return]
+        plain: dict[str, Any] = _plain(data, budget)
     except _TooBig as exc:
         diagnostics.append(Diagnostic("frontmatter_too_large", f"frontmatter {exc}; ignored", "error"))
         return {}
+    _report_as_text(budget.as_text, diagnostics)
+    return plain
 
 
-def _recover_yaml(block: str) -> dict[str, Any]:
+def _recover_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
     """Parse each top-level ``key:`` section on its own so one bad line loses one field, not all."""
     starts = [m.start() for m in _TOP_LEVEL_KEY.finditer(block)] + [len(block)]
     recovered: dict[str, Any] = {}
+    as_text: list[tuple[str, _AsText]] = []
     for start, end in itertools.pairwise(starts):
         try:
             part = yaml.load(block[start:end], Loader=_Loader)
             if isinstance(part, dict):
-                recovered.update(_plain(part, _Budget()))
+                budget = _Budget()
+                recovered.update(_plain(part, budget))
+                as_text += budget.as_text
         except (yaml.YAMLError, _TooBig):
             continue
+    _report_as_text(as_text, diagnostics)
     return recovered
+
+
+def _report_as_text(as_text: list[tuple[str, _AsText]], diagnostics: list[Diagnostic]) -> None:
+    """One warning naming each frontmatter value kept as text (see ``_AsText``)."""
+    if not as_text:
+        return
+    shown = [
+        f"{field!r}: {text[:24] + '…' if len(text) > 25 else text} is {text.reason}"
+        for field, text in as_text[:5]
+    ]
+    more = f" (and {len(as_text) - 5} more)" if len(as_text) > 5 else ""
+    diagnostics.append(
+        Diagnostic(
+            "frontmatter_value_as_text",
+            f"frontmatter {'; '.join(shown)}{more}; kept as the text written",
+            "warning",
+        )
+    )
 
 
 class _TooBig(Exception):
@@ -332,6 +408,7 @@ class _TooBig(Exception):
 class _Budget:
     def __init__(self) -> None:
         self.left = MAX_FRONTMATTER_NODES
+        self.as_text: list[tuple[str, _AsText]] = []  # (top-level field, value) kept as text
 
     def spend(self, depth: int) -> None:
         self.left -= 1
@@ -341,19 +418,25 @@ class _Budget:
             raise _TooBig(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels (recursive YAML alias?)")
 
 
-def _plain(value: Any, budget: _Budget, depth: int = 0) -> Any:
-    """Convert YAML values to JSON-safe ones, counting nodes so shared aliases cannot explode."""
+def _plain(value: Any, budget: _Budget, depth: int = 0, field: str = "") -> Any:
+    """Convert YAML values to JSON-safe ones, counting nodes so shared aliases cannot explode.
+    ``field`` is the top-level key the value sits under (for diagnostics)."""
     budget.spend(depth)
     if isinstance(value, dict):
-        return {str(k): _plain(v, budget, depth + 1) for k, v in value.items()}
+        return {str(k): _plain(v, budget, depth + 1, field or str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
-        return [_plain(v, budget, depth + 1) for v in value]
+        return [_plain(v, budget, depth + 1, field) for v in value]
+    if type(value) is _AsText:
+        budget.as_text.append((field, value))
+        return str(value)
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, (str, int, bool)):
         return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)  # the loader already keeps these as text
     return str(value)
 
 

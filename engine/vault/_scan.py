@@ -86,11 +86,15 @@ def _scan_with_find(root: str) -> ScanResult:
             records = (pending + chunk).split(b"\0")
             pending = records.pop()
             # One decode per chunk (as os.fsdecode would, byte for byte), then plain str work.
-            for record in "\0".join(r.decode(encoding, "surrogateescape") for r in records).split("\0"):
+            text = "\0".join(r.decode(encoding, "surrogateescape") for r in records)
+            clean = _is_utf8(text)  # one check per chunk; names are looked at only when it fails
+            for record in text.split("\0"):
                 if not record:
                     continue
                 kind, size, mtime, rel = record.split(" ", 3)
-                if kind == "f":
+                if not clean and not _is_utf8(rel):
+                    _skip_undecodable(rel, kind == "d", skipped)
+                elif kind == "f":
                     seconds, _, fraction = mtime.partition(".")
                     mtime_ns = int(seconds) * 1_000_000_000 + int((fraction + "000000000")[:9])
                     files[rel] = FileEntry(rel, int(size), mtime_ns, rel.lower().endswith(".md"))
@@ -108,6 +112,31 @@ def _scan_with_find(root: str) -> ScanResult:
         rel = os.path.relpath(path, root) if path.startswith(root) else path
         skipped.append((rel, f"cannot list folder: {reason}"))
     return ScanResult(files, skipped)
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name holding bytes that are not UTF-8 (decoded as surrogate escapes): SQLite, JSON
+    and a terminal can take no such string."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _skip_undecodable(rel: str, is_dir: bool, skipped: list[tuple[str, str]]) -> None:
+    """Leave out a file (or folder) whose name is not valid UTF-8, and say so once: for the outermost
+    such name, shown with its bad bytes escaped (``bad\\xff.md``). Indexing it under a replaced name
+    would give a path that cannot be read back, and could collide with another note's."""
+    parent = rel.rpartition("/")[0]
+    if parent and not _is_utf8(parent):
+        return  # inside a folder already reported
+    shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if is_dir:
+        reason = "folder name is not valid UTF-8; its files are not indexed (rename it to fix this)"
+    else:
+        reason = "file name is not valid UTF-8; it is not indexed (rename it to fix this)"
+    skipped.append((shown, reason))
 
 
 def _symlink_entry(real_root: str, full: str, rel: str, skipped: list[tuple[str, str]]) -> FileEntry | None:
@@ -146,6 +175,9 @@ def _scan_with_python(root: str) -> ScanResult:
                 continue
             rel = rel_dir + name
             try:
+                if not name.isascii() and not _is_utf8(name):
+                    _skip_undecodable(rel, entry.is_dir(follow_symlinks=False), skipped)
+                    continue
                 if entry.is_symlink():
                     found = _symlink_entry(real_root, entry.path, rel, skipped)
                     if found is not None:
