@@ -387,6 +387,8 @@ def test_symlinks_into_hidden_folders_are_refused(tmp_path: Path) -> None:
         assert reply.get("err", {}).get("kind") == "blocked", (fn, path, str(reply)[:200])
         assert "zqxtoken99" not in str(reply)
     assert call(run, "search", query="zqxtoken99")["ok"] == []
+    listed = call(run, "list_notes")["ok"]
+    assert "Brewing/Espresso.md" in listed and not [p for p in listed if "Token" in p or "Settings" in p]
     assert call(run, "read_note", path="Brewing/Espresso.md")["ok"]["title"]
 
 
@@ -411,6 +413,8 @@ def test_frontmatter_json_cannot_carry_does_not_break_the_parent(tmp_path: Path,
     vault.mkdir()
     (vault / "Nan.md").write_text("---\nx: .nan\ny: .inf\n---\nzqxnan body\n", encoding="utf-8")
     run = broker_for(vault).new_run()
-    assert call(run, "read_note", path="Nan.md")["ok"]["frontmatter"] == {"x": None, "y": None}
+    # The vault keeps what JSON cannot carry as the text written (engine/vault/_parse.py).
+    as_written = {"x": ".nan", "y": ".inf"}
+    assert call(run, "read_note", path="Nan.md")["ok"]["frontmatter"] == as_written
     with Sandbox(VaultSet([Vault(vault, index_path=tmp_path / "i.sqlite")]), isolation="subprocess") as sb:
-        assert sb.run("__result__ = obsidian.get_frontmatter('Nan.md')").result == {"x": None, "y": None}
+        assert sb.run("__result__ = obsidian.get_frontmatter('Nan.md')").result == as_written

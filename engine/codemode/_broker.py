@@ -347,7 +347,8 @@ class BrokerRun:
         seen: dict[str, None] = {}
         for one in chosen:
             for p in one.list_notes(sub, rec):
-                seen.setdefault(p)
+                if self._shown(one.id, p):  # a symlink into .obsidian/ is not even named
+                    seen.setdefault(p)
         return list(seen)[:MAX_LISTING]
 
     def get_frontmatter(self, path: Any = None, vault: Any = None) -> Any:
