@@ -177,7 +177,9 @@ def search_index(
     ranked = ranked[: limit + 5]
     top = {c.fid: c for c in ranked}
     _fill_meta(index, top)  # also drops passages whose note vanished meanwhile
-    return [_to_hit(index, vault_id, c, parsed) for c in ranked if c.fid in top][:limit]
+    shown = [c for c in ranked if c.fid in top][:limit]
+    passages = _passages(index, shown)
+    return [_to_hit(vault_id, c, parsed, passages) for c in shown]
 
 
 def _boost_exact_names(index: VaultIndex, parsed: ParsedQuery, candidates: dict[int, _Candidate]) -> None:
@@ -299,14 +301,28 @@ def _fill_meta(index: VaultIndex, candidates: dict[int, _Candidate]) -> None:
         del candidates[fid]
 
 
-def _to_hit(index: VaultIndex, vault_id: str, c: _Candidate, parsed: ParsedQuery) -> Hit:
+def _passages(index: VaultIndex, shown: list[_Candidate]) -> dict[int, tuple[str | None, str]]:
+    """rowid -> (heading, body) of the passages the hits show, in one query: each hit's best passage,
+    or for a note matched on its name only, its first few (the best of them is shown)."""
+    rowids: list[int] = []
+    for c in shown:
+        rowids += [c.chunk] if c.chunk >= 0 else range(c.fid << CHUNK_BITS, (c.fid << CHUNK_BITS) + 8)
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows = index.query(f"SELECT rowid, heading, body FROM fts WHERE rowid IN ({marks})", rowids)
+    return {rowid: (heading, body) for rowid, heading, body in rows}
+
+
+def _to_hit(
+    vault_id: str, c: _Candidate, parsed: ParsedQuery, passages: dict[int, tuple[str | None, str]]
+) -> Hit:
     words = parsed.words()
     if c.chunk >= 0:
-        rows = index.query("SELECT heading, body FROM fts WHERE rowid = ?", (c.chunk,))
-        heading, body = rows[0] if rows else (None, "")
+        heading, body = passages.get(c.chunk, (None, ""))
     else:  # matched on its name only: show the best of its first passages
         lo = c.fid << CHUNK_BITS
-        rows = index.query("SELECT heading, body FROM fts WHERE rowid >= ? AND rowid < ?", (lo, lo + 8))
+        rows = [passages[r] for r in range(lo, lo + 8) if r in passages]
         heading, body = max(rows, key=lambda r: _window(r[1], words)[0]) if rows else (None, "")
     snippet, _ = make_snippet(body, words)
     return Hit(
