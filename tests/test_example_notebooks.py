@@ -85,6 +85,7 @@ def test_there_are_the_documented_notebooks() -> None:
     assert NOTEBOOKS == [
         "batch/run_goal.ipynb",
         "batch_evaluation.ipynb",
+        "checkpoints.ipynb",
         "layered_vaults.ipynb",
         "quickstart.ipynb",
         "record_and_replay.ipynb",
@@ -141,6 +142,18 @@ def test_record_and_replay(examples: Path) -> None:
     assert replayed["run_id"] != recorded["run_id"]
     assert "replayed: {'replay': " in stdout(nb)
     assert "{'claims': True, 'DAG': True, 'citations': True}" in stdout(nb)
+
+
+def test_checkpoints(examples: Path) -> None:
+    """Headless on purpose: the notebook pauses explicitly, decides with %shad checkpoint, then lets the
+    approve policy decide unattended; its own asserts check each step."""
+    nb = execute(examples / "checkpoints.ipynb")
+    paused, decided, unattended = bundles(nb)
+    assert paused["status"] == "NEEDS_HUMAN"
+    assert decided["run_id"] == paused["run_id"] and decided["status"] == "SUCCESS"
+    assert unattended["status"] == "SUCCESS"
+    assert "root - retrieval stayed weak after the recovery ladder" in stdout(nb)
+    assert "checkpoint: edit by a person" in stdout(nb)
 
 
 def test_batch_evaluation(examples: Path) -> None:
