@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
+import comm
 import pytest
+from _checkpoint_data import COFFEE_NOTES
 from _demo import DEMO
+from _notebook_helpers import RecordingComm
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_VAULT = DEMO  # a pristine copy: the real demo vault may hold run history
@@ -60,14 +64,6 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SHAD_CHECKPOINTS", raising=False)  # a developer's own default must not leak in
 
 
-COFFEE_NOTES = {
-    "Coffee/Resting.md": "# Resting beans\n\nRest roasted beans for three to seven days so carbon dioxide "
-    "can escape before brewing.\n",
-    "Coffee/Grinding.md": "# Grinding\n\nGrind just before brewing; a burr grinder gives an even size.\n",
-    "Coffee/Water.md": "# Water\n\nUse water at 92 to 96 degrees Celsius for pour-over.\n",
-}
-
-
 @pytest.fixture
 def coffee_vault(make_vault: MakeVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Three notes on coffee, no model key, run history under ``tmp_path``: any goal about payment
@@ -76,3 +72,16 @@ def coffee_vault(make_vault: MakeVault, tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     return make_vault(COFFEE_NOTES)
+
+
+@pytest.fixture
+def comms(monkeypatch: pytest.MonkeyPatch) -> list[RecordingComm]:
+    """Every comm a widget opens during the test, recording (the seam ``comm.create_comm`` exists for)."""
+    made: list[RecordingComm] = []
+
+    def create(*args: Any, **kwargs: Any) -> RecordingComm:
+        made.append(RecordingComm(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(comm, "create_comm", create)
+    return made

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _checkpoint_data import SECURITY_GOAL as SINGLE
 from _fake_llm import FakeLLMServer, prompt_of
 
 import engine
@@ -22,7 +23,6 @@ from engine import Checkpoint, Decision, RunStatus
 from engine.dag import NodeStatus
 from engine.run import Run
 
-SINGLE = "What is our authentication architecture for the payment API contract?"
 PIPELINE = (
     "Compare the security architecture, the API contracts and the database schema of our payment "
     "service, and plan the migration to OAuth"

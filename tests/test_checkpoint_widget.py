@@ -15,9 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import comm
 import pytest
-from comm.base_comm import BaseComm
+from _checkpoint_data import COFFEE_FLAT as COFFEE
+from _checkpoint_data import SECURITY_GOAL as GOAL
+from _checkpoint_data import TWO_STEP_GOAL
+from _notebook_helpers import RecordingComm
 
 import engine
 import widgets
@@ -26,46 +28,6 @@ from engine.errors import UsageError
 from widgets import CheckpointWidget
 
 STATIC = Path(widgets.__file__).parent / "static"
-GOAL = "What is our authentication architecture for the payment API contract?"
-# Under the research strategy this pauses at clarify_scope, then (approved) at two sources at once.
-TWO_STEP_GOAL = (
-    "What is our authentication architecture for the payment API contract, "
-    "and what is our database schema for billing?"
-)
-COFFEE = {
-    "Espresso.md": "# Espresso\n\nEspresso forces hot water through fine coffee at about 9 bar for 25 s.\n",
-    "Pour over.md": "# Pour over\n\nPour-over uses water at 92 to 96 degrees over medium-fine grounds.\n",
-    "Beans.md": "# Beans\n\nArabica grows at altitude; robusta carries more caffeine. Rest roasted beans.\n",
-}
-
-
-class RecordingComm(BaseComm):
-    """A comm that keeps every message it would send to the front end."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        super().__init__(*args, **kwargs)
-
-    def publish_msg(
-        self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
-    ) -> None:
-        self.sent.append((msg_type, data or {}))
-
-    def custom(self) -> list[Any]:
-        """The custom messages sent to the front end (``widget.send``), in order."""
-        return [d["content"] for kind, d in self.sent if kind == "comm_msg" and d.get("method") == "custom"]
-
-
-@pytest.fixture
-def comms(monkeypatch: pytest.MonkeyPatch) -> list[RecordingComm]:
-    made: list[RecordingComm] = []
-
-    def create(*args: Any, **kwargs: Any) -> RecordingComm:
-        made.append(RecordingComm(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(comm, "create_comm", create)
-    return made
 
 
 class Resumes:

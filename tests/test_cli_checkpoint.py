@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from _checkpoint_data import SECURITY_GOAL as GOAL
 
 from engine.cli import main
 from engine.run import Run
-
-GOAL = "What is our authentication architecture for the payment API contract?"
 
 
 @pytest.fixture

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import comm
 import nbformat
 import pytest
 import traitlets
 from _demo import DEMO
-from comm.base_comm import BaseComm
+from _notebook_helpers import RecordingComm
 
 import engine
 import widgets
@@ -34,35 +33,6 @@ GOAL = (
     "How do grind size and brew time affect espresso extraction, "
     "and what water temperature works best for pour-over?"
 )
-
-
-class RecordingComm(BaseComm):
-    """A comm that keeps every message it would send to the front end."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        super().__init__(*args, **kwargs)
-
-    def publish_msg(
-        self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
-    ) -> None:
-        self.sent.append((msg_type, data or {}))
-
-    def updates(self) -> list[dict[str, Any]]:
-        """The ``state`` of every update message, in order."""
-        return [d["state"] for kind, d in self.sent if kind == "comm_msg" and d.get("method") == "update"]
-
-
-@pytest.fixture
-def comms(monkeypatch: pytest.MonkeyPatch) -> list[RecordingComm]:
-    made: list[RecordingComm] = []
-
-    def create(*args: Any, **kwargs: Any) -> RecordingComm:
-        made.append(RecordingComm(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(comm, "create_comm", create)
-    return made
 
 
 def comm_of(explorer: DagExplorer, comms: list[RecordingComm]) -> RecordingComm:

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from _demo import DEMO
 from _fake_llm import FakeLLMServer, server_error, stall
+from _notebook_helpers import magics_of, magics_shell, ok
 from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
 from IPython.utils.capture import capture_output
 
@@ -40,32 +41,11 @@ GOAL = "How long should I rest beans after roasting, and why?"
 
 @pytest.fixture
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
-    for name in ("SHAD_VAULT", "SHAD_CHECKPOINTS", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    sh = InteractiveShell.instance()
-    shad_magics.load_ipython_extension(sh)
-    magics = sh.magics_manager.registry["ShadMagics"]
-    magics.vault, magics.provider, magics.history_dir = [str(DEMO)], "offline", str(tmp_path / "history")
-    before = set(sh.user_ns)
-    yield sh
-    shad_magics.unload_ipython_extension(sh)
-    for name in set(sh.user_ns) - before:
-        del sh.user_ns[name]
-
-
-def magics_of(sh: InteractiveShell) -> ShadMagics:
-    magics: ShadMagics = sh.magics_manager.registry["ShadMagics"]
-    return magics
+    yield from magics_shell(tmp_path, monkeypatch, DEMO)
 
 
 def cell(sh: InteractiveShell, line: str, body: str = GOAL) -> ExecutionResult:
     return sh.run_cell(f"%%shad {line}\n{body}")
-
-
-def ok(result: ExecutionResult) -> Any:
-    assert result.error_in_exec is None and result.error_before_exec is None, result.error_in_exec
-    return result.result
 
 
 @pytest.fixture

@@ -16,6 +16,10 @@ from typing import Any
 
 import nbformat
 import pytest
+from _checkpoint_data import COFFEE_FLAT as COFFEE
+from _checkpoint_data import SECURITY_GOAL as GOAL
+from _checkpoint_data import TWO_STEP_GOAL
+from _notebook_helpers import magics_of, magics_shell, ok
 from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
 from IPython.utils.capture import capture_output
 from jupyter_client.manager import KernelManager
@@ -23,7 +27,6 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 import engine
-import shad_magics
 from engine import RunStatus
 from shad_magics import ShadMagics, ShadPartialWarning, ShadResult, ShadRunError, ShadUsageError
 from shad_magics._checkpoints import engine_policy, interactive_frontend, resolve_policy
@@ -31,17 +34,6 @@ from widgets import CheckpointWidget, DagExplorer
 
 REPO = Path(__file__).resolve().parents[1]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-GOAL = "What is our authentication architecture for the payment API contract?"
-# Under the research strategy: pauses at clarify_scope, then (approved) at two sources at once.
-TWO_STEP_GOAL = (
-    "What is our authentication architecture for the payment API contract, "
-    "and what is our database schema for billing?"
-)
-COFFEE = {
-    "Espresso.md": "# Espresso\n\nEspresso forces hot water through fine coffee at about 9 bar for 25 s.\n",
-    "Pour over.md": "# Pour over\n\nPour-over uses water at 92 to 96 degrees over medium-fine grounds.\n",
-    "Beans.md": "# Beans\n\nArabica grows at altitude; robusta carries more caffeine. Rest roasted beans.\n",
-}
 
 
 @pytest.fixture
@@ -51,32 +43,11 @@ def vault(make_vault: Callable[..., Path]) -> Path:
 
 @pytest.fixture
 def shell(tmp_path: Path, vault: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
-    for name in ("SHAD_VAULT", "SHAD_CHECKPOINTS", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    sh = InteractiveShell.instance()
-    shad_magics.load_ipython_extension(sh)
-    magics = magics_of(sh)
-    magics.vault, magics.provider, magics.history_dir = [str(vault)], "offline", str(tmp_path / "history")
-    before = set(sh.user_ns)
-    yield sh
-    shad_magics.unload_ipython_extension(sh)
-    for name in set(sh.user_ns) - before:
-        del sh.user_ns[name]
-
-
-def magics_of(sh: InteractiveShell) -> ShadMagics:
-    magics: ShadMagics = sh.magics_manager.registry["ShadMagics"]
-    return magics
+    yield from magics_shell(tmp_path, monkeypatch, vault)
 
 
 def cell(sh: InteractiveShell, line: str, body: str = GOAL) -> ExecutionResult:
     return sh.run_cell(f"%%shad {line}\n{body}")
-
-
-def ok(result: ExecutionResult) -> Any:
-    assert result.error_in_exec is None and result.error_before_exec is None, result.error_in_exec
-    return result.result
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
