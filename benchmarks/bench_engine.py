@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine.config import Budgets, RunConfig  # noqa: E402
 from engine.llm import LLMRequest, LLMResponse  # noqa: E402
-from engine.orchestrator import Orchestrator  # noqa: E402
 from engine.retrieval import ContextItem, RetrievalResult  # noqa: E402
+from engine.runs.orchestrator import Orchestrator  # noqa: E402
 
 TOPICS = [
     "first crack",

@@ -67,7 +67,7 @@ def main() -> None:
     os.environ["SHAD_HOME"] = home
 
     from engine import Vault
-    from engine.vault._query import parse_query
+    from engine.text import parse_query
 
     root = Path(args.vault).resolve()
     vault = Vault(root)

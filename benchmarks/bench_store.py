@@ -140,7 +140,7 @@ def resume_timings(repeats: int) -> dict[str, Any]:
     import shutil
 
     from engine import Budgets, RunConfig, aresume
-    from engine.orchestrator import Orchestrator
+    from engine.runs.orchestrator import Orchestrator
 
     with tempfile.TemporaryDirectory(prefix="shad-bench-resume-") as tmp:
         os.environ["SHAD_HOME"] = str(Path(tmp) / "home")

@@ -10,7 +10,15 @@ from typing import Any
 
 from .errors import UsageError, VaultNotFoundError
 
-__all__ = ["CHECKPOINT_POLICIES", "CONCURRENCY_MODES", "PROFILES", "Budgets", "RunConfig"]
+__all__ = [
+    "CHECKPOINT_POLICIES",
+    "CONCURRENCY_MODES",
+    "HISTORY_FOLDER",
+    "PROFILES",
+    "Budgets",
+    "RunConfig",
+    "shad_home",
+]
 
 PROFILES = ("strict", "local", "extended")
 CONCURRENCY_MODES = ("adaptive", "fixed")
@@ -18,6 +26,14 @@ CONCURRENCY_MODES = ("adaptive", "fixed")
 # ends NEEDS_HUMAN), approve or skip by itself, or open none (--no-checkpoints).
 CHECKPOINT_POLICIES = ("ask", "pause", "approve", "skip", "off")
 TIERS = ("orchestrator", "worker", "leaf", "judge", "embedder")
+# Shad's own run history inside a vault: runs write there, retrieval leaves it out unless asked.
+HISTORY_FOLDER = "Shad/History"
+
+
+def shad_home() -> Path:
+    """Where Shad keeps what is not the user's (indexes, the store, the run registry): ``$SHAD_HOME``,
+    else ``~/.shad``."""
+    return Path(os.environ.get("SHAD_HOME") or Path.home() / ".shad").expanduser()
 
 
 def _is_number(value: object) -> bool:

@@ -213,7 +213,7 @@ def _rates(model: str, text: str) -> tuple[float, float]:
 
 
 def _ttl(text: str) -> float:
-    from engine.cache import parse_ttl
+    from engine.runs.cache import parse_ttl
 
     try:
         return parse_ttl(text)
@@ -322,8 +322,8 @@ def parse_config_pairs(words: Sequence[str]) -> list[tuple[str, str]]:
 
 def extra_tokens(base_max_tokens: int, budget: str | None) -> int:
     """``--budget +20000`` or ``+25%`` (of ``base_max_tokens``) -> tokens to add (the engine's rule)."""
-    from engine.budget import extra_tokens as engine_extra_tokens
     from engine.errors import UsageError
+    from engine.runs.budget import extra_tokens as engine_extra_tokens
 
     try:
         return engine_extra_tokens(budget, base_max_tokens)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Run, VaultSet
-from engine.dag import Dag, Node
+from engine.runs.dag import Dag, Node
 
 __all__ = ["Analysis", "Info", "analyze", "export", "providers", "runs", "search", "status", "trace"]
 
@@ -137,7 +137,7 @@ def runs(limit: int = 20) -> Any:
     """Recent runs, newest first, as a DataFrame (run_id, status, goal, dir)."""
     import pandas as pd
 
-    from engine.history import list_runs
+    from engine.store.history import list_runs
 
     return pd.DataFrame(list_runs(limit), columns=["run_id", "status", "goal", "dir"])
 

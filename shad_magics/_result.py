@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from engine import Run, RunStatus
-from engine.citations import extract_citations
+from engine.retrieval.citations import extract_citations
 
 from ._errors import ShadUsageError
 

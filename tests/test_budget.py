@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.budget import (
+from engine.runs.budget import (
     BASE_GRANT,
     CHILD_CAP,
     Envelope,
@@ -228,8 +228,8 @@ def test_no_child_exceeds_the_cap_or_falls_below_the_grant(total: int, n: int) -
 
 
 def test_extra_tokens_reads_plus_n_and_plus_percent() -> None:
-    from engine.budget import extra_tokens
     from engine.errors import UsageError
+    from engine.runs.budget import extra_tokens
 
     assert extra_tokens(None, 20_000) == 0
     assert extra_tokens("+25%", 20_000) == 5_000

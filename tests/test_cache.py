@@ -17,9 +17,9 @@ from _demo import DEMO, write_vault
 from _fake_llm import FakeLLMServer, prompt_of
 
 from engine import RunConfig
-from engine.cache import DAY, MAIN_TTL, VOLATILE_TTL, NodeCache, fingerprint, parse_ttl
-from engine.orchestrator import Orchestrator
-from engine.run import Run
+from engine.runs import Run
+from engine.runs.cache import DAY, MAIN_TTL, VOLATILE_TTL, NodeCache, fingerprint, parse_ttl
+from engine.runs.orchestrator import Orchestrator
 from engine.store import SQLiteStore
 from engine.vault import VaultSet
 

@@ -20,8 +20,8 @@ from _fake_llm import FakeLLMServer, prompt_of
 
 import engine
 from engine import Checkpoint, Decision, RunStatus
-from engine.dag import NodeStatus
-from engine.run import Run
+from engine.runs import Run
+from engine.runs.dag import NodeStatus
 
 PIPELINE = (
     "Compare the security architecture, the API contracts and the database schema of our payment "

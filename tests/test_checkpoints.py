@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine import checkpoints as cp
-from engine.dag import Dag, Node, NodeStatus
 from engine.errors import UsageError
-from engine.history import History
+from engine.runs import checkpoints as cp
+from engine.runs.dag import Dag, Node, NodeStatus
+from engine.store.history import History
 
 
 def dag_of(*nodes: Node) -> Dag:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.citations import (
+from engine.retrieval.citations import (
     UNRESOLVED_MARK,
     Citation,
     ResolvedCitation,

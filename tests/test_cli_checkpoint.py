@@ -12,7 +12,7 @@ import pytest
 from _checkpoint_data import SECURITY_GOAL as GOAL
 
 from engine.cli import main
-from engine.run import Run
+from engine.runs import Run
 
 
 @pytest.fixture

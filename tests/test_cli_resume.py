@@ -11,7 +11,7 @@ import pytest
 from _demo import DEMO
 
 from engine.cli import main
-from engine.run import Run
+from engine.runs import Run
 
 GOAL = "How long should I rest beans after roasting, and why?"
 

@@ -254,7 +254,7 @@ def test_runs_lists_newest_first(shad: Any, vault: Path, shad_home: Path) -> Non
     ids = ["20260101-000000-ffff", "20260101-000000-0000", "20260101-000000-8888"]
     import asyncio
 
-    from engine.orchestrator import Orchestrator
+    from engine.runs.orchestrator import Orchestrator
 
     config = RunConfig(SIMPLE, (str(vault),), provider="offline")
     for run_id in ids:

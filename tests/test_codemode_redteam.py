@@ -17,13 +17,7 @@ import pytest
 from engine.codemode import Sandbox
 from engine.codemode._broker import Broker, FsRoot
 from engine.codemode._facades import FacadeModule, build_modules
-from engine.codemode._policy import (
-    Guards,
-    Recorder,
-    SandboxViolation,
-    ScriptCompileError,
-    compile_script,
-)
+from engine.codemode._policy import Guards, Recorder, SandboxViolation, ScriptCompileError, compile_script
 from engine.codemode._scope import ClassMaker, build_globals
 from engine.codemode._wire import decode, encode
 from engine.vault import Vault, VaultSet

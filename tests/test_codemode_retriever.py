@@ -14,8 +14,8 @@ from _demo import DEMO
 from engine import RunConfig
 from engine.llm import LLMRequest, LLMResponse
 from engine.llm.offline import OfflineProvider
-from engine.orchestrator import Orchestrator
-from engine.run import Run
+from engine.runs import Run
+from engine.runs.orchestrator import Orchestrator
 
 QUESTION = "How long should I rest beans after roasting?"
 

@@ -14,8 +14,8 @@ from engine import Budgets, RunConfig
 from engine.errors import UsageError
 from engine.llm import LLMRequest, LLMResponse
 from engine.llm.offline import OfflineProvider
-from engine.orchestrator import Orchestrator
-from engine.run import Run
+from engine.runs import Run
+from engine.runs.orchestrator import Orchestrator
 
 GOAL = "Compare pour-over and French press: grind size, water temperature and brew time?"
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.dag import Dag, Node, NodeStatus
+from engine.runs.dag import Dag, Node, NodeStatus
 
 
 def _ids(nodes: list[Node]) -> set[str]:

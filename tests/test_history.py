@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ShadError
-from engine.history import (
+from engine.store.history import (
     HISTORY_FOLDER,
     History,
     RunNotFoundError,

@@ -17,8 +17,9 @@ from _demo import DEMO, write_vault
 
 import engine.vault._index as index_mod
 from engine import Vault
+from engine.config import shad_home
 from engine.errors import IndexUnavailableError
-from engine.vault import IndexStats, VaultIndex, shad_home
+from engine.vault import IndexStats, VaultIndex
 from engine.vault._search import SearchFilters, search_index
 
 

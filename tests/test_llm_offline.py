@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from engine import strategies
-from engine.citations import extract_citations, make_citation, resolve_citations
 from engine.llm._base import LLMRequest, LLMResponse, Provider, ProviderError, Tier
 from engine.llm._offline_text import display_text, passages
 from engine.llm.offline import JUDGE_THRESHOLD, MAX_PASSAGES, MODEL, NOTHING_FOUND, OfflineProvider
+from engine.retrieval.citations import extract_citations, make_citation, resolve_citations
 from engine.vault import Note, Vault, VaultSet
 
 

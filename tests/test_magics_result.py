@@ -12,7 +12,7 @@ import pytest
 from _demo import DEMO
 
 from engine import Run, run
-from engine.citations import extract_citations
+from engine.retrieval.citations import extract_citations
 from shad_magics import ShadResult, ShadUsageError
 from shad_magics._result import MIME, citation_links, vault_roots
 

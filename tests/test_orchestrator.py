@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 import yaml
 
-import engine._model_calls as model_calls_module
-import engine.orchestrator as orchestrator_module
+import engine.runs._model_calls as model_calls_module
+import engine.runs.orchestrator as orchestrator_module
 from engine import Budgets, Run, RunConfig, RunStatus, arun, run
-from engine._run_api import resume
-from engine.dag import NodeStatus
 from engine.llm import LLMRequest, LLMResponse, Provider, ReplayProvider
 from engine.llm import get as get_provider
-from engine.orchestrator import Orchestrator
+from engine.runs import resume
+from engine.runs.dag import NodeStatus
+from engine.runs.orchestrator import Orchestrator
 
 try:
     from tests._fake_llm import (

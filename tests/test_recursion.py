@@ -11,11 +11,11 @@ import pytest
 from _demo import DEMO
 
 from engine import Budgets, RunConfig
-from engine.dag import NodeStatus
 from engine.llm import LLMRequest, LLMResponse
 from engine.llm.offline import OfflineProvider
-from engine.orchestrator import Orchestrator
-from engine.run import Run
+from engine.runs import Run
+from engine.runs.dag import NodeStatus
+from engine.runs.orchestrator import Orchestrator
 
 GOAL = "Compare the roasting and brewing choices that give better coffee at home, and list the sources."
 MULTI_ASK = "Explain what first crack is, how long to rest beans, and which grind size suits French press?"

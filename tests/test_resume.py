@@ -21,10 +21,10 @@ from _demo import write_vault
 from _fake_llm import FakeLLMServer, prompt_of
 
 from engine import RunConfig, aresume
-from engine.dag import NodeStatus
 from engine.errors import UsageError
-from engine.orchestrator import Orchestrator
-from engine.run import Run, RunStatus
+from engine.runs import Run, RunStatus
+from engine.runs.dag import NodeStatus
+from engine.runs.orchestrator import Orchestrator
 
 KEY = "sk-ant-test-resume-000000000000000"
 NOTES = {

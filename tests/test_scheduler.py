@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from engine.scheduler import STABLE_CALLS, AdaptiveLimiter
+from engine.runs.scheduler import STABLE_CALLS, AdaptiveLimiter
 
 
 async def _settle(rounds: int = 20) -> None:

@@ -14,7 +14,7 @@ from _demo import DEMO, write_vault
 
 from engine import Vault
 from engine.errors import PathOutsideVaultError, UsageError
-from engine.vault._query import stem
+from engine.text import stem
 
 FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt. " * 3
 

@@ -14,8 +14,8 @@ import pytest
 import redis
 from _redis_server import NoRedisServer, RedisServer, find_redis_server, redis_server, start_redis_server
 
-from engine.budget import Ledger
 from engine.errors import UsageError
+from engine.runs.budget import Ledger
 from engine.store import CacheEntry, RedisStore, SQLiteStore, Store, StoreUnavailableError, open_store
 from engine.store._base import redact_url, under
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.synthesis import Conflict, detect_conflicts, render_conflicts
+from engine.retrieval.synthesis import Conflict, detect_conflicts, render_conflicts
 
 
 @pytest.fixture(autouse=True)

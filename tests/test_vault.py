@@ -10,13 +10,7 @@ import pytest
 from _demo import DEMO, write_vault
 
 from engine import Vault
-from engine.errors import (
-    NoteNotFoundError,
-    PathOutsideVaultError,
-    ShadError,
-    UsageError,
-    VaultNotFoundError,
-)
+from engine.errors import NoteNotFoundError, PathOutsideVaultError, ShadError, UsageError, VaultNotFoundError
 
 HIDDEN = {".obsidian", ".trash", ".git"}
 

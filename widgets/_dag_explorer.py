@@ -13,7 +13,7 @@ import traitlets as t
 
 from engine import Run, RunConfig
 from engine.errors import ShadError, UsageError
-from engine.history import find_run
+from engine.store.history import find_run
 
 from ._details import node_details, read_dag_node
 from ._state import DagState, Snapshot

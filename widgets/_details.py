@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine.citations import make_citation
+from engine.retrieval.citations import make_citation
 
 __all__ = ["node_details", "read_dag_node"]
 

@@ -9,13 +9,7 @@ answers its ``obsidian.*`` calls from the trusted parent, and returns ``SandboxR
 from __future__ import annotations
 
 from ._broker import PROFILES, Budgets
-from ._errors import (
-    SandboxBlocked,
-    SandboxError,
-    SandboxLimited,
-    SandboxScriptError,
-    SandboxUnavailable,
-)
+from ._errors import SandboxBlocked, SandboxError, SandboxLimited, SandboxScriptError, SandboxUnavailable
 from ._net import NetPolicy
 from ._sandbox import DEFAULT_TIMEOUT, Sandbox, SandboxResult
 from ._zygote import bwrap_status

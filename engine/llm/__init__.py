@@ -1,7 +1,7 @@
 """Model providers: one contract (``LLMRequest`` -> ``LLMResponse``), a registry, and the helpers every
 call goes through.
 
-    from engine.llm import get, default_provider_name, Recorder, LLMRequest, Tier
+    from . import get, default_provider_name, Recorder, LLMRequest, Tier
 
     provider = Recorder(get(default_provider_name()))     # records every call for replay/audit
     response = await provider.complete(LLMRequest("answer", Tier.WORKER, "…"))
@@ -18,14 +18,7 @@ from __future__ import annotations
 from ._base import PURPOSES, LLMRequest, LLMResponse, Provider, ProviderError, ProviderFactory, Tier
 from ._json import checked_complete, parse_json_text, repair_request
 from ._models import ANTHROPIC_MODELS, CLAUDE_CODE_MODELS
-from ._registry import (
-    ProviderRegistry,
-    UnknownProviderError,
-    available,
-    default_provider_name,
-    get,
-    register,
-)
+from ._registry import ProviderRegistry, UnknownProviderError, available, default_provider_name, get, register
 from ._replay import MANIFEST_VERSION, Recorder, ReplayProvider, load_manifest, prompt_hash, request_key
 
 __all__ = [

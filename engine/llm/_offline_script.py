@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..vault._query import parse_query
+from ..text import parse_query
 
 __all__ = ["retrieval_script"]
 

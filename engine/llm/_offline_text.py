@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..vault._query import parse_query, stem
+from ..text import parse_query, stem
 
 __all__ = [
     "Passage",

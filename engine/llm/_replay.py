@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._fs import atomic_write
+from ..fs import atomic_write
 from ._base import LLMRequest, LLMResponse, Provider, ProviderError
 from ._json import attach_json, checked_complete
 from ._secrets import Redactor, secret_values

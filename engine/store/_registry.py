@@ -6,8 +6,8 @@ import os
 import re
 from collections.abc import Callable
 
+from ..config import shad_home
 from ..errors import UsageError
-from ..vault import shad_home
 from ._base import Store
 from ._redis import RedisStore
 from ._sqlite import SQLiteStore

@@ -23,7 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..vault._query import stem
+from ..text import stem
 from . import _skeleton
 
 __all__ = [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..vault._query import parse_query
+from ..text import parse_query
 
 __all__ = ["LOOKUP_VERBS", "MAX_WORDS", "OPEN_PHRASES", "OPEN_VERBS", "needs_decomposition", "split_clauses"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._graph import LinkGraph, Resolver
-from ._index import IndexStats, VaultIndex, shad_home
+from ._index import IndexStats, VaultIndex
 from ._layered import VaultSet
 from ._model import Diagnostic, Heading, Hit, Link, Note
 from ._parse import parse_note
@@ -24,5 +24,4 @@ __all__ = [
     "VaultSet",
     "is_conflict_copy",
     "parse_note",
-    "shad_home",
 ]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import shad_home
 from ..errors import IndexUnavailableError
 from ._parse import Chunk, parse_for_index
 from ._scan import FileEntry, ScanResult, scan_vault
@@ -39,7 +40,6 @@ __all__ = [
     "IndexStats",
     "VaultIndex",
     "default_index_path",
-    "shad_home",
 ]
 
 # 8: frontmatter NaN/infinity is stored as text (7 wrote it as JSON that SQLite rejects): rebuild once.
@@ -55,10 +55,6 @@ FTS_COLUMNS = ("headings", "body", "heading UNINDEXED")
 NAMES_COLUMNS = ("title", "aliases", "tags", "headings")
 
 ProgressFn = Callable[[int, int], None]
-
-
-def shad_home() -> Path:
-    return Path(os.environ.get("SHAD_HOME") or Path.home() / ".shad").expanduser()
 
 
 def default_index_path(root: str) -> Path:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ..text import ParsedQuery, parse_query, stem
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
-from ._query import ParsedQuery, parse_query, stem
 
 __all__ = ["SearchFilters", "search_index"]
 

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..config import HISTORY_FOLDER
 from ..errors import NoteNotFoundError, PathOutsideVaultError, UsageError, VaultNotFoundError
 from ._graph import LinkGraph
 from ._index import IndexStats, ProgressFn, VaultIndex
@@ -79,8 +80,7 @@ def normalize_note_path(path: str) -> str:
     return "/".join(parts)
 
 
-# Shad's own run history inside a vault (engine.history.HISTORY_FOLDER; not imported: history imports us).
-SHAD_HISTORY = "Shad/History/"
+SHAD_HISTORY = HISTORY_FOLDER + "/"
 
 
 class Vault:

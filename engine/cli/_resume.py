@@ -7,11 +7,11 @@ import asyncio
 import click
 from rich.markup import escape
 
-from ._cli_policy import default_policy, policy_option
-from ._cli_run import err, print_outcome
-from .budget import extra_tokens
-from .errors import ShadError, UsageError
-from .run import Run
+from ..errors import ShadError, UsageError
+from ..runs._run import Run
+from ..runs.budget import extra_tokens
+from ._policy import default_policy, policy_option
+from ._run import err, print_outcome
 
 __all__ = ["replay_cmd", "resume_cmd", "resume_run"]
 
@@ -27,8 +27,8 @@ def resume_run(
     as_json: bool = False,
     checkpoints: str | None = None,
 ) -> int:
-    from ._cli_checkpoint import TerminalDecider
-    from ._run_api import aresume
+    from ..runs._api import aresume
+    from ._checkpoint import TerminalDecider
 
     if budget and max_tokens is not None:
         raise UsageError("give --budget or --max-tokens, not both")
@@ -100,7 +100,7 @@ def resume_cmd(
 def replay_cmd(run_id: str, as_json: bool) -> int:
     """Run RUN_ID again as a new run, every model call answered from its recording: the same DAG,
     decisions and citations, and no model call made."""
-    from ._run_api import areplay
+    from ..runs._api import areplay
 
     run = asyncio.run(areplay(run_id))
     diverged = [f for f in run.failures if "does not have" in str(f.get("message", ""))]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from ._cli_run import out
-from .cache import MAIN_TTL, parse_ttl
-from .errors import UsageError
-from .store import Store, open_store
+from ..errors import UsageError
+from ..runs.cache import MAIN_TTL, parse_ttl
+from ..store import Store, open_store
+from ._run import out
 
 __all__ = ["cache_group"]
 

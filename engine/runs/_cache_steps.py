@@ -10,12 +10,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ._version import __version__
+from .._version import __version__
+from ..config import RunConfig
+from ..llm import Recorder
+from ._run import Run
 from .cache import CacheLookup, NodeCache
-from .config import RunConfig
 from .dag import Node
-from .llm import Recorder
-from .run import Run
 
 __all__ = ["CachedSteps"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._fs import atomic_write
-from .errors import UsageError
+from ..errors import UsageError
+from ..fs import atomic_write
 
 __all__ = ["COLUMNS", "MIME_TYPE", "BatchResult", "read_goals", "read_run_bundle", "run_batch"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from .config import CHECKPOINT_POLICIES
-from .errors import UsageError
+from ..config import CHECKPOINT_POLICIES
+from ..errors import UsageError
 
 __all__ = ["default_policy", "policy_option"]
 

@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .config import Budgets, RunConfig
-from .llm import Provider
+from ..config import Budgets, RunConfig
+from ..llm import Provider
 
 if TYPE_CHECKING:
     from ._checkpoint_steps import Decider
-from .run import Run
+from ._run import Run
 
 __all__ = ["areplay", "aresume", "arun", "replay", "resume", "run"]
 
@@ -104,10 +104,10 @@ async def aresume(
     Decisions recorded at checkpoints (``decide``) are applied; ``checkpoints`` overrides the run's
     policy for what is still undecided (``decider`` answers under ``ask``).
     """
+    from ..errors import ShadError, UsageError
+    from ..store import open_store
     from ._resume_plan import parse_replay
-    from .errors import ShadError, UsageError
     from .orchestrator import Orchestrator
-    from .store import open_store
 
     previous = Run.load(run_id)
     if previous.config is None:
@@ -160,7 +160,7 @@ def resume(run_id: str, **kwargs: Any) -> Run:
 async def areplay(run_id: str, *, on_event: Callable[[dict[str, Any]], None] | None = None) -> Run:
     """Run a recorded run again as a new run, every model call answered from its recording
     (``replay/manifest.json``): same DAG, decisions and citations, no model call made."""
-    from .errors import ShadError
+    from ..errors import ShadError
     from .orchestrator import Orchestrator
 
     recorded = Run.load(run_id)

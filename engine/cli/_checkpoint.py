@@ -10,10 +10,10 @@ import click
 from rich.live import Live
 from rich.markup import escape
 
-from . import checkpoints as cp
-from ._cli_policy import default_policy, policy_option
-from ._cli_run import err, out
-from .errors import ShadError, UsageError
+from ..errors import ShadError, UsageError
+from ..runs import checkpoints as cp
+from ._policy import default_policy, policy_option
+from ._run import err, out
 
 __all__ = ["TerminalDecider", "checkpoint_cmd"]
 
@@ -139,6 +139,6 @@ def checkpoint_cmd(
             f"recorded {action} for {escape(decided.node_id)}; continue with: shad resume {escape(run_id)}"
         )
         return 0
-    from ._cli_resume import resume_run
+    from ._resume import resume_run
 
     return resume_run(run_id, as_json=as_json, checkpoints=default_policy(checkpoint_policy, no_checkpoints))

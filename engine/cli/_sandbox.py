@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from .codemode import PROFILES, Sandbox, SandboxError
-from .errors import UsageError
+from ..codemode import PROFILES, Sandbox, SandboxError
+from ..errors import UsageError
 
 __all__ = ["sandbox_group"]
 

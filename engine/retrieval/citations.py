@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .vault import Note, Vault, VaultSet
+from ..vault import Note, Vault, VaultSet
 
 __all__ = [
     "UNRESOLVED_MARK",

@@ -17,13 +17,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ._fs import atomic_write
-from .errors import ShadError
-from .vault import shad_home
+from ..config import HISTORY_FOLDER, shad_home
+from ..errors import ShadError
+from ..fs import atomic_write
 
 __all__ = ["HISTORY_FOLDER", "History", "RunNotFoundError", "find_run", "list_runs", "new_run_id", "scrub"]
 
-HISTORY_FOLDER = "Shad/History"
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _SECRET_SHAPES = re.compile(
     r"\b(sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{16,})\b"

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ..retrieval import citations as cite
 from . import checkpoints as cp
-from . import citations as cite
+from ._run import Run, RunStatus
 from .dag import Node, NodeStatus
-from .run import Run, RunStatus
 
 if TYPE_CHECKING:
     from .orchestrator import Orchestrator

@@ -13,13 +13,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import checkpoints as cp
-from .checkpoints import Checkpoint, Decision
-from .codemode_retriever import RecoveryPolicy
-from .config import RunConfig
-from .dag import Node
-from .errors import ShadError
-from .retrieval import (
+from ..config import RunConfig
+from ..errors import ShadError
+from ..retrieval._codemode import RecoveryPolicy
+from ..retrieval._direct import (
     ContextItem,
     DirectSearchRetriever,
     RetrievalResult,
@@ -29,8 +26,11 @@ from .retrieval import (
     retrieval_score,
     section,
 )
-from .run import Run
-from .vault import VaultSet
+from ..vault import VaultSet
+from . import checkpoints as cp
+from ._run import Run
+from .checkpoints import Checkpoint, Decision
+from .dag import Node
 
 __all__ = ["CheckpointSteps", "Decider", "NeedsHuman", "SkippedByHuman"]
 

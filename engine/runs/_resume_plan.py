@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UsageError
 from .cache import NodeCache
 from .dag import Dag, NodeStatus
-from .errors import UsageError
 
 __all__ = ["ResumePlan", "parse_replay", "plan_resume", "replayed"]
 

@@ -13,10 +13,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from ..config import HISTORY_FOLDER
+from ..text import parse_query, stem
+from ..vault import Hit, Note, VaultSet
 from .citations import make_citation
-from .history import HISTORY_FOLDER
-from .vault import Hit, Note, VaultSet
-from .vault._query import parse_query, stem
 
 __all__ = [
     "ContextItem",

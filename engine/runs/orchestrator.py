@@ -15,30 +15,30 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from . import citations as cite
-from . import strategies
-from ._cached_steps import CachedSteps
+from .. import strategies
+from ..codemode import Sandbox
+from ..config import RunConfig
+from ..errors import ShadError
+from ..llm import LLMRequest, LLMResponse, Provider, ProviderError, Recorder, Tier, default_provider_name
+from ..llm import get as get_provider
+from ..prompts import render
+from ..retrieval import citations as cite
+from ..retrieval._codemode import CodeModeRetriever
+from ..retrieval._direct import DirectSearchRetriever, RetrievalResult, Retriever
+from ..retrieval.synthesis import detect_conflicts, render_conflicts
+from ..store import Store, StoreUnavailableError, open_store
+from ..store.history import HISTORY_FOLDER, History, find_run, new_run_id
+from ..vault import VaultSet
+from ._cache_steps import CachedSteps
 from ._checkpoint_steps import CheckpointSteps, Decider, NeedsHuman, SkippedByHuman
 from ._model_calls import BudgetExhausted, ModelCalls
+from ._report import finish_run
 from ._resume_plan import plan_resume, replayed
+from ._run import Run, RunStatus
 from .budget import Envelope, Ledger, child_envelopes
 from .cache import NodeCache
-from .codemode import Sandbox
-from .codemode_retriever import CodeModeRetriever
-from .config import RunConfig
 from .dag import Node, NodeStatus
-from .errors import ShadError
-from .history import HISTORY_FOLDER, History, find_run, new_run_id
-from .llm import LLMRequest, LLMResponse, Provider, ProviderError, Recorder, Tier, default_provider_name
-from .llm import get as get_provider
-from .prompts import render
-from .report import finish_run
-from .retrieval import DirectSearchRetriever, RetrievalResult, Retriever
-from .run import Run, RunStatus
 from .scheduler import AdaptiveLimiter
-from .store import Store, StoreUnavailableError, open_store
-from .synthesis import detect_conflicts, render_conflicts
-from .vault import VaultSet
 
 __all__ = ["BudgetExhausted", "Orchestrator"]
 

@@ -22,8 +22,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..text import STOP_WORDS, stem
 from .citations import make_citation
-from .vault._query import STOP_WORDS, stem
 
 __all__ = ["MAX_CONFLICTS", "Conflict", "ConflictSide", "detect_conflicts", "render_conflicts"]
 

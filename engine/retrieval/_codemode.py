@@ -16,10 +16,11 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .codemode import Sandbox, SandboxError
-from .history import HISTORY_FOLDER
-from .llm import LLMRequest, LLMResponse, ProviderError, Tier
-from .retrieval import (
+from ..codemode import Sandbox, SandboxError
+from ..config import HISTORY_FOLDER
+from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
+from ..vault import VaultSet
+from ._direct import (
     ContextItem,
     DirectSearchRetriever,
     RetrievalResult,
@@ -27,7 +28,6 @@ from .retrieval import (
     merge_context,
     retrieval_score,
 )
-from .vault import VaultSet
 
 __all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy"]
 

@@ -82,7 +82,7 @@ class InProcessLedger:
 
 def extra_tokens(budget: str | None, base_max_tokens: int) -> int:
     """``--budget +20000`` or ``+25%`` (of ``base_max_tokens``) -> the tokens to add (0 for none)."""
-    from .errors import UsageError
+    from ..errors import UsageError
 
     if not budget:
         return 0

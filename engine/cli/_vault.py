@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import UsageError
-from .vault import Hit, Vault, VaultSet
+from ..errors import UsageError
+from ..vault import Hit, Vault, VaultSet
 
 __all__ = ["vault_group"]
 

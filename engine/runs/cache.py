@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .store import Store
-from .vault import VaultSet
+from ..store import Store
+from ..vault import VaultSet
 
 __all__ = [
     "DAY",

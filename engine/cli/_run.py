@@ -17,12 +17,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ._cli_policy import policy_option
-from .config import Budgets, RunConfig
-from .dag import Dag, Node
-from .errors import UsageError
-from .history import list_runs
-from .run import Run
+from ..config import Budgets, RunConfig
+from ..errors import UsageError
+from ..runs._run import Run
+from ..runs.dag import Dag, Node
+from ..store.history import list_runs
+from ._policy import policy_option
 
 __all__ = ["export_cmd", "print_outcome", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
 
@@ -68,7 +68,7 @@ def _prices(items: tuple[str, ...]) -> dict[str, tuple[float, float]]:
 
 
 def _ttls(items: tuple[str, ...]) -> dict[str, float]:
-    from .cache import parse_ttl
+    from ..runs.cache import parse_ttl
 
     out: dict[str, float] = {}
     for item in items:
@@ -187,14 +187,14 @@ def run_cmd(
     as_json: bool,
 ) -> int:
     """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
-    from . import strategies
-    from ._cli_checkpoint import TerminalDecider
-    from ._cli_policy import default_policy
-    from .orchestrator import Orchestrator
+    from .. import strategies
+    from ..runs.orchestrator import Orchestrator
+    from ._checkpoint import TerminalDecider
+    from ._policy import default_policy
 
     policy = default_policy(checkpoint_policy, no_checkpoints)
     if resume:
-        from ._cli_resume import resume_run
+        from ._resume import resume_run
 
         return resume_run(goal, store_url=redis_url, as_json=as_json, checkpoints=policy)
     if replay_from and provider is None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ..config import RunConfig
+from ..errors import ShadError
+from ..llm import LLMRequest, LLMResponse, ProviderError, Recorder
+from ..store import StoreUnavailableError
+from ._run import Run
 from .budget import Envelope, Ledger
-from .config import RunConfig
 from .dag import Node
-from .errors import ShadError
-from .llm import LLMRequest, LLMResponse, ProviderError, Recorder
-from .run import Run
 from .scheduler import AdaptiveLimiter
-from .store import StoreUnavailableError
 
 __all__ = ["FREE_PROVIDERS", "MIN_CALL_TOKENS", "BudgetExhausted", "ModelCalls"]
 

@@ -21,13 +21,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .config import CHECKPOINT_POLICIES as POLICIES
-from .errors import UsageError
+from ..config import CHECKPOINT_POLICIES as POLICIES
+from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..store.history import History
+    from ..vault import VaultSet
     from .dag import Dag, Node
-    from .history import History
-    from .vault import VaultSet
 
 __all__ = [
     "ACTIONS",
@@ -172,7 +172,7 @@ def load_all(history: History) -> list[Checkpoint]:
 
 def pending_checkpoints(run_id: str) -> list[Checkpoint]:
     """The checkpoints of run ``run_id`` that still wait for a decision."""
-    from .history import find_run
+    from ..store.history import find_run
 
     return [c for c in load_all(find_run(run_id)) if c.pending]
 
@@ -190,7 +190,7 @@ def parse_note_list(text: str) -> list[str]:
 
 def check_edit(text: str, vaults: VaultSet) -> list[Any]:
     """Resolve the notes an edit names; a name that is no note of the vaults is a usage error."""
-    from . import citations as cite
+    from ..retrieval import citations as cite
 
     links = parse_note_list(text)
     if not links:
@@ -210,7 +210,7 @@ def check_edit(text: str, vaults: VaultSet) -> list[Any]:
 def decide(run_id: str, node_id: str | None, action: str, text: str = "") -> Checkpoint:
     """Record a person's decision on a pending checkpoint of run ``run_id``; ``node_id`` may be None
     when exactly one is pending. Does not resume the run: ``aresume`` (or ``shad checkpoint``) does."""
-    from .history import find_run
+    from ..store.history import find_run
 
     action = action.strip().lower()
     if action not in ACTIONS:
@@ -255,8 +255,8 @@ def decide(run_id: str, node_id: str | None, action: str, text: str = "") -> Che
 
 def check_edit_for_run(run_id: str, text: str) -> None:
     """``check_edit`` against the vaults of run ``run_id``."""
-    from .run import Run
-    from .vault import VaultSet as _VaultSet
+    from ..vault import VaultSet as _VaultSet
+    from ._run import Run
 
     config = Run.load(run_id).config
     if config is None:

@@ -6,10 +6,10 @@ import enum
 import time
 from typing import Any
 
-from ._version import __version__
-from .config import RunConfig
+from .._version import __version__
+from ..config import RunConfig
+from ..store.history import History, find_run
 from .dag import Dag, Node, NodeStatus
-from .history import History, find_run
 
 __all__ = ["EXIT_CODES", "Run", "RunStatus"]
 

@@ -11,15 +11,15 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from ._cli_batch import batch_cmd
-from ._cli_cache import cache_group
-from ._cli_checkpoint import checkpoint_cmd
-from ._cli_resume import replay_cmd, resume_cmd
-from ._cli_run import export_cmd, run_cmd, runs_cmd, status_cmd, trace_group
-from ._cli_sandbox import sandbox_group
-from ._cli_vault import vault_group
-from ._version import __version__
-from .errors import ShadError
+from .._version import __version__
+from ..errors import ShadError
+from ._batch import batch_cmd
+from ._cache import cache_group
+from ._checkpoint import checkpoint_cmd
+from ._resume import replay_cmd, resume_cmd
+from ._run import export_cmd, run_cmd, runs_cmd, status_cmd, trace_group
+from ._sandbox import sandbox_group
+from ._vault import vault_group
 
 __all__ = ["cli", "main"]
 
@@ -78,7 +78,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             1,
         )
     return int(result) if isinstance(result, int) else 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

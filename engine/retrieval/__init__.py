@@ -1,0 +1,36 @@
+"""Retrieval: what a leaf reads from the vaults, how good it is, and what a report may cite.
+
+Direct search (``DirectSearchRetriever``) and Code Mode (``CodeModeRetriever``: model-written scripts in
+the sandbox, with the recovery ladder), the retrieval score, citations (``citations``) and the checks of
+a synthesis (``synthesis``).
+"""
+
+from __future__ import annotations
+
+from ._codemode import API_DESCRIPTION, CodeModeRetriever, RecoveryPolicy
+from ._direct import (
+    SECTION_CHARS,
+    ContextItem,
+    DirectSearchRetriever,
+    RetrievalResult,
+    Retriever,
+    citation_link,
+    merge_context,
+    retrieval_score,
+    section,
+)
+
+__all__ = [
+    "API_DESCRIPTION",
+    "SECTION_CHARS",
+    "CodeModeRetriever",
+    "ContextItem",
+    "DirectSearchRetriever",
+    "RecoveryPolicy",
+    "RetrievalResult",
+    "Retriever",
+    "citation_link",
+    "merge_context",
+    "retrieval_score",
+    "section",
+]
