@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from engine.config import Budgets, RunConfig  # noqa: E402
 from engine.llm import LLMRequest, LLMResponse  # noqa: E402
 from engine.retrieval import ContextItem, RetrievalResult  # noqa: E402
-from engine.runs.orchestrator import Orchestrator  # noqa: E402
+from engine.runs import start_run  # noqa: E402
 
 TOPICS = [
     "first crack",
@@ -128,7 +128,7 @@ async def one_run(
     )
     stub = LatencyStub(latency)
     started = time.perf_counter()
-    run = await Orchestrator(config, provider=stub, retriever=retriever).execute()
+    run = await start_run(config, provider=stub, retriever=retriever)
     return time.perf_counter() - started, run
 
 

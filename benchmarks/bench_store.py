@@ -140,7 +140,7 @@ def resume_timings(repeats: int) -> dict[str, Any]:
     import shutil
 
     from engine import Budgets, RunConfig, aresume
-    from engine.runs.orchestrator import Orchestrator
+    from engine.runs import start_run
 
     with tempfile.TemporaryDirectory(prefix="shad-bench-resume-") as tmp:
         os.environ["SHAD_HOME"] = str(Path(tmp) / "home")
@@ -152,7 +152,7 @@ def resume_timings(repeats: int) -> dict[str, Any]:
             "Everything about coffee", (str(vault),), strategy="research", code_mode=False, budgets=budgets,
             history_dir=str(Path(tmp) / "runs"),
         )  # fmt: skip
-        run = asyncio.run(Orchestrator(config, provider=_FiftyNodePlanner()).execute())
+        run = asyncio.run(start_run(config, provider=_FiftyNodePlanner()))
         finished, cached, hits = [], [], 0
         for _ in range(repeats):
             started = time.perf_counter()

@@ -65,6 +65,16 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty ``$SHAD_HOME`` for this test (outside ``tmp_path``, so never inside a vault built
+    there), so indexes and run history land neither in ``~/.shad`` nor in the repository. A module opts in
+    with ``pytestmark = pytest.mark.usefixtures("shad_home")``; a test that needs the folder asks for it."""
+    home = tmp_path_factory.mktemp("shad_home")
+    monkeypatch.setenv("SHAD_HOME", str(home))
+    return home
+
+
+@pytest.fixture
 def coffee_vault(make_vault: MakeVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Three notes on coffee, no model key, run history under ``tmp_path``: any goal about payment
     security retrieves weakly here, which is what the checkpoint tests need."""

@@ -17,9 +17,8 @@ from _demo import DEMO, write_vault
 from _fake_llm import FakeLLMServer, prompt_of
 
 from engine import RunConfig
-from engine.runs import Run
+from engine.runs import Run, start_run
 from engine.runs.cache import DAY, MAIN_TTL, VOLATILE_TTL, NodeCache, fingerprint, parse_ttl
-from engine.runs.orchestrator import Orchestrator
 from engine.store import SQLiteStore
 from engine.vault import VaultSet
 
@@ -86,7 +85,7 @@ def live(vault: Path, store: SQLiteStore, tmp_path: Path, **options: Any) -> Run
     config = RunConfig(
         GOAL, (str(vault),), provider="anthropic", history_dir=str(tmp_path / "runs"), **options
     )
-    return asyncio.run(Orchestrator(config, store=store).execute())
+    return asyncio.run(start_run(config, store=store))
 
 
 def events(run: Run, kind: str) -> list[dict[str, Any]]:

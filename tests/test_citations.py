@@ -20,10 +20,7 @@ from engine.retrieval.citations import (
 )
 from engine.vault import Vault, VaultSet
 
-
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "shad-home"))
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture

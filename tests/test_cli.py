@@ -17,6 +17,7 @@ from engine import cli as cli_mod
 from engine.vault import Vault
 
 
+# Not the shared ``shad_home`` (tests/conftest.py): one home per module, and SHAD_DEBUG is unset too.
 @pytest.fixture(scope="module")
 def _module_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("shad_home")

@@ -254,11 +254,11 @@ def test_runs_lists_newest_first(shad: Any, vault: Path, shad_home: Path) -> Non
     ids = ["20260101-000000-ffff", "20260101-000000-0000", "20260101-000000-8888"]
     import asyncio
 
-    from engine.runs.orchestrator import Orchestrator
+    from engine.runs import start_run
 
     config = RunConfig(SIMPLE, (str(vault),), provider="offline")
     for run_id in ids:
-        asyncio.run(Orchestrator(config, run_id=run_id).execute())
+        asyncio.run(start_run(config, run_id=run_id))
     later = offline_run(SIMPLE, vault)  # a real id, from a later second than the made-up ones
     listed = shad("runs", "--json")
     assert listed.code == 0

@@ -14,15 +14,12 @@ from _demo import DEMO
 from engine import RunConfig
 from engine.llm import LLMRequest, LLMResponse
 from engine.llm.offline import OfflineProvider
-from engine.runs import Run
-from engine.runs.orchestrator import Orchestrator
+from engine.runs import Run, start_run
 
 QUESTION = "How long should I rest beans after roasting?"
 
 
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture
@@ -57,7 +54,7 @@ def _run(vault: Path, provider: Any, goal: str = QUESTION, **options: Any) -> Ru
     import asyncio
 
     config = RunConfig(goal, (str(vault),), **options)
-    return asyncio.run(Orchestrator(config, provider=provider).execute())
+    return asyncio.run(start_run(config, provider=provider))
 
 
 def _artifacts(run: Run) -> dict[str, Any]:

@@ -14,8 +14,7 @@ from engine import Budgets, RunConfig
 from engine.errors import UsageError
 from engine.llm import LLMRequest, LLMResponse
 from engine.llm.offline import OfflineProvider
-from engine.runs import Run
-from engine.runs.orchestrator import Orchestrator
+from engine.runs import Run, start_run
 
 GOAL = "Compare pour-over and French press: grind size, water temperature and brew time?"
 
@@ -45,7 +44,7 @@ def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(vault: Path, provider: Any, **options: Any) -> Run:
     config = RunConfig(GOAL, (str(vault),), code_mode=False, **options)
-    return asyncio.run(Orchestrator(config, provider=provider).execute())
+    return asyncio.run(start_run(config, provider=provider))
 
 
 def test_cost_is_computed_from_usage_and_prices(vault: Path) -> None:

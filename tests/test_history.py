@@ -25,11 +25,7 @@ from engine.store.history import (
 FAKE_ANTHROPIC_KEY = "sk-ant-api03-FAKE0123456789abcdefFAKE0123456789abcdef-XYZ"
 
 
-@pytest.fixture(autouse=True)
-def shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("shad_home")
-    monkeypatch.setenv("SHAD_HOME", str(home))
-    return home
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture

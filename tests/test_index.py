@@ -22,12 +22,7 @@ from engine.errors import IndexUnavailableError
 from engine.vault import IndexStats, VaultIndex
 from engine.vault._search import SearchFilters, search_index
 
-
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("shad_home")
-    monkeypatch.setenv("SHAD_HOME", str(home))
-    return home
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture
@@ -78,12 +73,12 @@ def note_count(root: Path) -> int:
 # --- where the index lives ---
 
 
-def test_index_lives_under_shad_home_not_in_vault(demo_copy: Path, _shad_home: Path) -> None:
+def test_index_lives_under_shad_home_not_in_vault(demo_copy: Path, shad_home: Path) -> None:
     before = {p.relative_to(demo_copy) for p in demo_copy.rglob("*")}
     v = Vault(demo_copy)
     v.refresh()
     db = Path(v.index.db_path)
-    assert db.is_relative_to(_shad_home)
+    assert db.is_relative_to(shad_home)
     assert db.exists()
     assert not db.is_relative_to(demo_copy)
     assert {p.relative_to(demo_copy) for p in demo_copy.rglob("*")} == before
@@ -128,10 +123,10 @@ def test_explicit_index_path(tmp_path: Path) -> None:
     assert [h.path for h in v.search("alpha")] == ["x.md"]
 
 
-def test_opening_a_vault_is_lazy(tmp_path: Path, _shad_home: Path) -> None:
+def test_opening_a_vault_is_lazy(tmp_path: Path, shad_home: Path) -> None:
     root = write_vault(tmp_path / "v", {"x.md": "alpha"})
     Vault(root)
-    assert not list(_shad_home.rglob("*.sqlite"))
+    assert not list(shad_home.rglob("*.sqlite"))
 
 
 # --- incremental updates ---
@@ -328,7 +323,7 @@ def test_code_schema_bump_rebuilds(demo_copy: Path, monkeypatch: pytest.MonkeyPa
     assert v2.index.meta("schema") == "test-bump"
 
 
-def test_index_from_old_layout_without_meta_is_rebuilt(tmp_path: Path, _shad_home: Path) -> None:
+def test_index_from_old_layout_without_meta_is_rebuilt(tmp_path: Path, shad_home: Path) -> None:
     """A foreign or corrupt-ish database with unexpected tables must not break opening."""
     root = write_vault(tmp_path / "v", {"a.md": "apple"})
     db = index_mod.default_index_path(str(root))

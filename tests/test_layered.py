@@ -12,12 +12,7 @@ from _demo import DEMO, write_vault
 from engine import Vault, VaultSet
 from engine.errors import NoteNotFoundError, UsageError, VaultNotFoundError
 
-
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("shad_home")
-    monkeypatch.setenv("SHAD_HOME", str(home))
-    return home
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture

@@ -22,10 +22,7 @@ from engine.llm.offline import JUDGE_THRESHOLD, MAX_PASSAGES, MODEL, NOTHING_FOU
 from engine.retrieval.citations import extract_citations, make_citation, resolve_citations
 from engine.vault import Note, Vault, VaultSet
 
-
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "shad-home"))
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture

@@ -22,9 +22,8 @@ import engine.runs.orchestrator as orchestrator_module
 from engine import Budgets, Run, RunConfig, RunStatus, arun, run
 from engine.llm import LLMRequest, LLMResponse, Provider, ReplayProvider
 from engine.llm import get as get_provider
-from engine.runs import resume
+from engine.runs import resume, start_run
 from engine.runs.dag import NodeStatus
-from engine.runs.orchestrator import Orchestrator
 
 try:
     from tests._fake_llm import (
@@ -350,7 +349,7 @@ def test_wall_time_exhaustion_stops_partial(vault: Path, monkeypatch: pytest.Mon
 
     config = RunConfig(MULTI, (str(vault),), provider="offline", budgets=Budgets(max_wall_time=60.0))
     provider = Slow(get_provider("offline"))
-    r = asyncio.run(Orchestrator(config, provider=provider).execute())
+    r = asyncio.run(start_run(config, provider=provider))
     assert r.status is RunStatus.PARTIAL and r.exit_code == 3
     assert "wall time" in (r.summary["stop_reason"] or "")
     assert [p for p, _ in provider.calls].count("answer") == 1
@@ -437,7 +436,7 @@ def live(vault: Path, goal: str = TWO_PART, **options: Any) -> Run:
     options.setdefault("code_mode", False)
     options.setdefault("max_parallel", 1)
     config = RunConfig(goal, (str(vault),), provider="anthropic", **options)
-    return asyncio.run(Orchestrator(config).execute())
+    return asyncio.run(start_run(config))
 
 
 def assert_no_key_anywhere(r: Run) -> None:
@@ -659,7 +658,7 @@ def test_replay_reproduces_a_recorded_run_without_any_request(
     config = RunConfig(
         TWO_PART, (str(vault),), provider="anthropic", history_dir=history, code_mode=code_mode
     )
-    replayed = asyncio.run(Orchestrator(config, provider=ReplayProvider(recorded.history.dir)).execute())
+    replayed = asyncio.run(start_run(config, provider=ReplayProvider(recorded.history.dir)))
     assert server.count == requests  # not one request
     assert replayed.status is RunStatus.SUCCESS and replayed.provider_name == "replay", replayed.failures
     assert replayed.summary["failures"] == []
@@ -672,7 +671,7 @@ def test_replay_reproduces_a_recorded_run_without_any_request(
 def test_replay_works_with_history_in_the_vault(vault: Path) -> None:
     recorded = offline(TWO_PART, vault)
     config = RunConfig(TWO_PART, (str(vault),), provider="offline")
-    replayed = asyncio.run(Orchestrator(config, provider=ReplayProvider(recorded.history.dir)).execute())
+    replayed = asyncio.run(start_run(config, provider=ReplayProvider(recorded.history.dir)))
     assert replayed.summary["failures"] == []
     assert replayed.citations == recorded.citations
 

@@ -13,9 +13,8 @@ from _demo import DEMO
 from engine import Budgets, RunConfig
 from engine.llm import LLMRequest, LLMResponse
 from engine.llm.offline import OfflineProvider
-from engine.runs import Run
+from engine.runs import Run, start_run
 from engine.runs.dag import NodeStatus
-from engine.runs.orchestrator import Orchestrator
 
 GOAL = "Compare the roasting and brewing choices that give better coffee at home, and list the sources."
 MULTI_ASK = "Explain what first crack is, how long to rest beans, and which grind size suits French press?"
@@ -57,7 +56,7 @@ def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(vault: Path, **budgets: Any) -> Run:
     config = RunConfig(GOAL, (str(vault),), strategy="analysis", code_mode=False, budgets=Budgets(**budgets))
-    return asyncio.run(Orchestrator(config, provider=PlanningModel()).execute())
+    return asyncio.run(start_run(config, provider=PlanningModel()))
 
 
 def test_a_subtask_with_several_asks_is_split_and_synthesized(vault: Path) -> None:

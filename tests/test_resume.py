@@ -22,9 +22,8 @@ from _fake_llm import FakeLLMServer, prompt_of
 
 from engine import RunConfig, aresume
 from engine.errors import UsageError
-from engine.runs import Run, RunStatus
+from engine.runs import Run, RunStatus, start_run
 from engine.runs.dag import NodeStatus
-from engine.runs.orchestrator import Orchestrator
 
 KEY = "sk-ant-test-resume-000000000000000"
 NOTES = {
@@ -111,7 +110,7 @@ def config(vault: Path, tmp_path: Path, **options: Any) -> RunConfig:
 
 
 def run_live(vault: Path, tmp_path: Path, **options: Any) -> Run:
-    return asyncio.run(Orchestrator(config(vault, tmp_path, **options)).execute())
+    return asyncio.run(start_run(config(vault, tmp_path, **options)))
 
 
 def last_resume(run: Run) -> dict[str, Any]:

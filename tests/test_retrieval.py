@@ -39,11 +39,7 @@ First crack {REPORT_WORD} happens at 196 °C, according to an earlier run of Sha
 """
 
 
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("shad_home")
-    monkeypatch.setenv("SHAD_HOME", str(home))
-    return home
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture

@@ -19,11 +19,7 @@ from engine.text import stem
 FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt. " * 3
 
 
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("shad_home")
-    monkeypatch.setenv("SHAD_HOME", str(home))
-    return home
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,7 @@ from engine.strategies import (
     validate_plan,
 )
 
-
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "shad-home"))
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 def _ids(plan: strategies.ValidatedPlan) -> list[str]:

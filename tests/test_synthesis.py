@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.retrieval.synthesis import Conflict, detect_conflicts, render_conflicts
 
-
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "shad-home"))
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 def child(node_id: str, task: str, answer: str, citations: list[Any] | None = None) -> dict[str, Any]:

@@ -15,12 +15,7 @@ from engine.errors import NoteNotFoundError, PathOutsideVaultError, ShadError, U
 HIDDEN = {".obsidian", ".trash", ".git"}
 
 
-@pytest.fixture(autouse=True)
-def _shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every index these tests build lives in a throw-away SHAD_HOME, never in the repo or ~/.shad."""
-    home = tmp_path_factory.mktemp("shad_home")
-    monkeypatch.setenv("SHAD_HOME", str(home))
-    return home
+pytestmark = pytest.mark.usefixtures("shad_home")
 
 
 @pytest.fixture
@@ -70,7 +65,7 @@ def test_vault_id_defaults_to_folder_slug_and_can_be_set(tmp_path: Path) -> None
     assert Vault(root, id="work").id == "work"
 
 
-def test_opening_does_not_write_into_the_vault(demo_copy: Path, _shad_home: Path) -> None:
+def test_opening_does_not_write_into_the_vault(demo_copy: Path, shad_home: Path) -> None:
     before = sorted(p.relative_to(demo_copy).as_posix() for p in demo_copy.rglob("*"))
     v = Vault(demo_copy)
     v.refresh()
@@ -78,7 +73,7 @@ def test_opening_does_not_write_into_the_vault(demo_copy: Path, _shad_home: Path
     v.status()
     after = sorted(p.relative_to(demo_copy).as_posix() for p in demo_copy.rglob("*"))
     assert before == after
-    assert Path(v.index.db_path).is_relative_to(_shad_home)
+    assert Path(v.index.db_path).is_relative_to(shad_home)
 
 
 # --- read_note ---

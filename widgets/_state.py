@@ -8,18 +8,18 @@ answer) are read on demand by ``_details`` when the user opens a node.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from engine import Run
+from engine.events import EventKind, kind_of
 
-__all__ = ["FINISHED", "DagState", "Snapshot", "budget_limits"]
+from ._model import FINISHED, DagNode, Snapshot, budget_limits, elapsed, manifest_budgets, number
 
-FINISHED = frozenset({"SUCCEEDED", "CACHE_HIT", "FAILED", "PRUNED"})
-TASK_CHARS = 240  # the node list carries a task preview; the details panel has the full text
+__all__ = ["FINISHED", "HANDLERS", "IGNORED", "DagState", "Snapshot", "budget_limits"]
 
-# An engine event that settles a node's status (NODE_CACHE_HIT doubles as a cache-lookup event: that one
-# carries a ``key`` and is not terminal). NEEDS_HUMAN is the seam for checkpoint widgets.
+
+# An engine event that settles a node's status. NEEDS_HUMAN is the seam for checkpoint widgets.
 _STATUS_EVENTS = {
     "NODE_STARTED": "STARTED",
     "NODE_SUCCEEDED": "SUCCEEDED",
@@ -36,89 +36,17 @@ _PHASES = {
 }
 _NODE_EVENTS = frozenset(
     {
-        *_STATUS_EVENTS,
-        "NODE_CREATED",
-        "NODE_DECOMPOSED",
-        "NODE_RETRIEVED",
-        "NODE_REVERIFIED",
-        "CITATIONS_UNRESOLVED",
-        "CONFLICTS_FOUND",
+        *(EventKind(k) for k in _STATUS_EVENTS),
+        EventKind.NODE_CREATED,
+        EventKind.NODE_DECOMPOSED,
+        EventKind.NODE_RETRIEVED,
+        EventKind.NODE_REVERIFIED,
+        EventKind.CITATIONS_UNRESOLVED,
+        EventKind.CONFLICTS_FOUND,
     }
 )
 # Events after which the front end should see the state at once rather than at the next tick.
-URGENT = frozenset({"RUN_FINISHED", "RUN_ERROR"})
-
-
-@dataclass
-class Snapshot:
-    """What the widget syncs: plain JSON-able values, fresh objects on every call."""
-
-    run_id: str
-    goal: str
-    status: str
-    nodes: list[dict[str, Any]]
-    edges: list[dict[str, str]]
-    budget: dict[str, Any]
-    notice: str
-
-
-@dataclass
-class _Node:
-    id: str
-    task: str
-    stage: str
-    depth: int
-    parent: str | None
-    order: int
-    status: str = "CREATED"
-    tokens: int = 0
-    llm_calls: int = 0
-    duration_ms: float = 0.0
-    phase: str = ""
-    note: str = ""
-    error: str = ""
-    items: int | None = None
-    score: float | None = None
-    started_ts: float | None = None
-    finished_ts: float | None = None
-    hard_deps: list[str] = field(default_factory=list)
-    soft_deps: list[str] = field(default_factory=list)
-    checkpoint: dict[str, Any] | None = None
-
-    def summary(self) -> dict[str, Any]:
-        task = self.task if len(self.task) <= TASK_CHARS else self.task[: TASK_CHARS - 1] + "…"
-        return {
-            "id": self.id,
-            "task": task,
-            "stage": self.stage,
-            "depth": self.depth,
-            "parent": self.parent,
-            "status": self.status,
-            "tokens": self.tokens,
-            "llm_calls": self.llm_calls,
-            "duration_ms": self.duration_ms,
-            "phase": self.phase,
-            "note": self.note,
-            "error": self.error,
-            "items": self.items,
-            "score": self.score,
-        }
-
-
-def budget_limits(budgets: Any) -> dict[str, Any]:
-    """Token, node and wall-time limits from a ``Budgets`` object or its dict form (RUN_STARTED)."""
-    data = budgets if isinstance(budgets, dict) else getattr(budgets, "__dict__", {})
-
-    def number(key: str) -> float | None:
-        value = data.get(key)
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    tokens, nodes, wall = number("max_tokens"), number("max_nodes"), number("max_wall_time")
-    return {
-        "tokens_limit": int(tokens) if tokens is not None else None,
-        "nodes_limit": int(nodes) if nodes is not None else None,
-        "wall_limit_s": float(wall) if wall is not None else None,
-    }
+URGENT = frozenset({EventKind.RUN_FINISHED, EventKind.RUN_ERROR})
 
 
 class DagState:
@@ -132,7 +60,7 @@ class DagState:
         self.goal = goal
         self.status = ""
         self.notice = ""
-        self.nodes: dict[str, _Node] = {}
+        self.nodes: dict[str, DagNode] = {}
         self.limits: dict[str, Any] = limits or budget_limits({})
         self.tokens_used = 0
         self.tokens_base = 0  # what earlier sessions of a resumed run spent
@@ -149,10 +77,9 @@ class DagState:
 
     def apply(self, record: dict[str, Any]) -> bool:
         """Fold one engine event in; True when it ends the run (the front end should see it at once)."""
-        kind = str(record.get("type", ""))
-        ts = _number(record.get("ts")) or time.time()
+        ts = number(record.get("ts")) or time.time()
         run_id = str(record.get("run_id") or "")
-        if kind == "RUN_STARTED":
+        if record.get("type") == "RUN_STARTED":
             limits = record.get("budgets")
             self.reset(
                 goal=str(record.get("goal") or self.goal),
@@ -162,20 +89,24 @@ class DagState:
             self.run_id = run_id
         if self.started_ts is None:
             self.started_ts = ts
-        handler = getattr(self, f"_on_{kind.lower()}", None)
+        event = kind_of(record)
         node_id = record.get("node")
-        if kind in _NODE_EVENTS and not (isinstance(node_id, str) and node_id):
+        if event in _NODE_EVENTS and not (isinstance(node_id, str) and node_id):
             return False  # about a node, but names none: nothing to draw
+        handler = HANDLERS.get(event) if event is not None else None
         if handler is not None:
-            handler(record, ts)
-        elif kind in _STATUS_EVENTS and isinstance(node_id, str):
-            if kind == "NODE_CACHE_HIT" and "key" in record:
-                self._node(node_id, record).note = f"cache hit ({record.get('tier') or 'cache'})"
-            else:
-                self._settle(self._node(node_id, record), _STATUS_EVENTS[kind], record, ts)
-        return kind in URGENT
+            handler(self, record, ts)
+        return event in URGENT
 
-    def _node(self, node_id: str, record: dict[str, Any] | None = None) -> _Node:
+    def _on_status(self, record: dict[str, Any], ts: float) -> None:
+        kind, node_id = str(record["type"]), str(record["node"])
+        # A cache lookup of an older writer shared its type with the terminal event (it named a purpose).
+        if kind == "NODE_CACHE_HIT" and "purpose" in record:
+            self._node(node_id, record).note = f"cache hit ({record.get('tier') or 'cache'})"
+        else:
+            self._settle(self._node(node_id, record), _STATUS_EVENTS[kind], record, ts)
+
+    def _node(self, node_id: str, record: dict[str, Any] | None = None) -> DagNode:
         """The node, made on first sight: a resumed run never re-announces nodes it adopted."""
         node = self.nodes.get(node_id)
         if node is None:
@@ -185,7 +116,7 @@ class DagState:
                 parent = node_id.rsplit(".", 1)[0] if "." in node_id else "root"
                 parent = parent if parent in self.nodes else "root"
             depth = self.nodes[parent].depth + 1 if parent in self.nodes else 0
-            node = _Node(
+            node = DagNode(
                 node_id,
                 str(record.get("task") or ""),
                 str(record.get("stage") or ""),
@@ -197,7 +128,7 @@ class DagState:
         self.changed.add(node_id)
         return node
 
-    def _settle(self, node: _Node, status: str, record: dict[str, Any], ts: float) -> None:
+    def _settle(self, node: DagNode, status: str, record: dict[str, Any], ts: float) -> None:
         node.status = status
         if status == "STARTED":
             node.started_ts, node.finished_ts, node.phase = ts, None, "started"
@@ -212,7 +143,7 @@ class DagState:
         tokens = record.get("tokens")
         if isinstance(tokens, int):
             node.tokens = tokens
-        duration = _number(record.get("duration_ms"))
+        duration = number(record.get("duration_ms"))
         node.duration_ms = duration if duration is not None else node.duration_ms
         reason = record.get("error") or record.get("reason")
         if status in ("FAILED", "PRUNED") and reason:
@@ -232,7 +163,7 @@ class DagState:
         self.status = str(record.get("status") or "FINISHED")
         if isinstance(record.get("tokens"), int):
             self.tokens_used, self.tokens_base = int(record["tokens"]), 0
-        duration = _number(record.get("duration_ms"))
+        duration = number(record.get("duration_ms"))
         self.wall_s = duration / 1000 if duration is not None else ts - (self.started_ts or ts)
         for node in self.nodes.values():  # the engine prunes what never finished
             if node.status not in FINISHED and node.status != "NEEDS_HUMAN":
@@ -269,7 +200,7 @@ class DagState:
     def _on_node_retrieved(self, record: dict[str, Any], ts: float) -> None:
         node = self._node(str(record.get("node")), record)
         node.items = record.get("items") if isinstance(record.get("items"), int) else None
-        node.score = _number(record.get("score"))
+        node.score = number(record.get("score"))
         node.phase = f"retrieved {node.items} passages"
 
     def _on_llm_call(self, record: dict[str, Any], ts: float) -> None:
@@ -293,12 +224,12 @@ class DagState:
     def load_run(self, run: Run, *, finished: bool = True) -> None:
         """Take every node from a run's DAG (a finished run, or a stopped one being resumed)."""
         config, summary = run.config, run.summary or {}
-        budgets = config.budgets if config is not None else _manifest_budgets(run)
+        budgets = config.budgets if config is not None else manifest_budgets(run)
         goal = config.goal if config is not None else str(summary.get("goal") or "")
         self.reset(goal=goal, limits=budget_limits(budgets))
         self.run_id = run.id
         for order, n in enumerate(run.dag):  # the DAG keeps the order nodes were created in
-            self.nodes[n.id] = node = _Node(n.id, n.task, n.stage, n.depth, n.parent, order)
+            self.nodes[n.id] = node = DagNode(n.id, n.task, n.stage, n.depth, n.parent, order)
             node.status, node.tokens, node.llm_calls = n.status.value, n.tokens, n.llm_calls
             node.duration_ms, node.note = n.duration_ms, n.note
             node.error = str((n.error or {}).get("message") or "")
@@ -306,7 +237,7 @@ class DagState:
             node.hard_deps, node.soft_deps = list(n.hard_deps), list(n.soft_deps)
             if n.retrieval.get("context") is not None:
                 node.items = len(n.retrieval.get("context") or [])
-                node.score = _number(n.retrieval.get("retrieval_score"))
+                node.score = number(n.retrieval.get("retrieval_score"))
             if n.status.value == "PRUNED" and n.note and not node.error:
                 node.error = n.note
         self.changed = set(self.nodes)
@@ -315,8 +246,8 @@ class DagState:
         self.tokens_used = int(spent) if isinstance(spent, int) else sum(n.tokens for n in run.dag)
         if finished:
             self.status = run.status.value
-            duration = _number(metrics.get("duration_ms"))
-            self.wall_s = duration / 1000 if duration is not None else _elapsed(run)
+            duration = number(metrics.get("duration_ms"))
+            self.wall_s = duration / 1000 if duration is not None else elapsed(run)
             reason = summary.get("stop_reason")
             self.notice = f"stopped: {reason}" if reason else ""
         else:
@@ -381,21 +312,36 @@ class DagState:
         }
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+Handler = Callable[[DagState, dict[str, Any], float], None]
 
-
-def _elapsed(run: Run) -> float:
-    finished = run.finished_at or max((n.finished_at or 0.0 for n in run.dag), default=0.0)
-    return max(0.0, finished - run.started_at) if finished else 0.0
-
-
-def _manifest_budgets(run: Run) -> dict[str, Any]:
-    """A run loaded from history whose vaults have moved has no config object; its manifest still
-    records the budgets."""
-    try:
-        manifest = run.history.read_json("run.manifest.json")
-    except (OSError, ValueError):
-        return {}
-    budgets = manifest.get("config", {}).get("budgets", {}) if isinstance(manifest, dict) else {}
-    return budgets if isinstance(budgets, dict) else {}
+# Every engine event is handled here or deliberately ignored (a test checks that none is left undecided).
+HANDLERS: dict[EventKind, Handler] = {
+    EventKind.RUN_STARTED: DagState._on_run_started,
+    EventKind.RUN_RESUMED: DagState._on_run_resumed,
+    EventKind.RUN_FINISHED: DagState._on_run_finished,
+    EventKind.RUN_ERROR: DagState._on_run_error,
+    EventKind.BUDGET_EXHAUSTED: DagState._on_budget_exhausted,
+    EventKind.STORE_UNAVAILABLE: DagState._on_store_unavailable,
+    EventKind.NODE_CREATED: DagState._on_node_created,
+    EventKind.NODE_DECOMPOSED: DagState._on_node_decomposed,
+    EventKind.NODE_REVERIFIED: DagState._on_node_reverified,
+    EventKind.NODE_RETRIEVED: DagState._on_node_retrieved,
+    EventKind.LLM_CALL: DagState._on_llm_call,
+    EventKind.CITATIONS_UNRESOLVED: DagState._on_citations_unresolved,
+    EventKind.CONFLICTS_FOUND: DagState._on_conflicts_found,
+    **{EventKind(kind): DagState._on_status for kind in _STATUS_EVENTS},
+}
+# Decisions and lookups the graph does not draw (the details panel reads them from the history).
+IGNORED = frozenset(
+    {
+        EventKind.RETRIEVAL_MODE,
+        EventKind.STRATEGY_CHOSEN,
+        EventKind.DECOMPOSITION_DECIDED,
+        EventKind.PLAN_VALIDATED,
+        EventKind.PLAN_CACHE_HIT,
+        EventKind.PLAN_CACHE_MISS,
+        EventKind.NODE_CACHE_MISS,
+        EventKind.CHECKPOINT_OPENED,
+        EventKind.CHECKPOINT_DECIDED,
+    }
+)

@@ -2,47 +2,111 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 
 import click
-from rich.console import Console
-from rich.markup import escape
+from click.utils import make_default_short_help
 
 from .._version import __version__
 from ..errors import ShadError
-from ._batch import batch_cmd
-from ._cache import cache_group
-from ._checkpoint import checkpoint_cmd
-from ._resume import replay_cmd, resume_cmd
-from ._run import export_cmd, run_cmd, runs_cmd, status_cmd, trace_group
-from ._sandbox import sandbox_group
-from ._vault import vault_group
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
 
-err_console = Console(stderr=True, highlight=False)
+# Every command: the module that defines it (imported only when the command is used or asked for its
+# own help), the object's name there, and the one line ``shad --help`` shows (a test checks it matches).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": (
+        "_run",
+        "run_cmd",
+        "Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report.",
+    ),
+    "resume": (
+        "_resume",
+        "resume_cmd",
+        "Continue a stopped run: finished nodes whose notes are unchanged are kept, stale ones are "
+        "re-verified (or run again), the rest runs within the budget left.",
+    ),
+    "replay": (
+        "_resume",
+        "replay_cmd",
+        "Run RUN_ID again as a new run, every model call answered from its recording: the same DAG, "
+        "decisions and citations, and no model call made.",
+    ),
+    "status": ("_run", "status_cmd", "Status, goal, metrics, missing branches and failures of a run."),
+    "trace": ("_run", "trace_group", "Look inside a run: its DAG, or one node."),
+    "export": (
+        "_run",
+        "export_cmd",
+        "Copy a run's report, summary, DAG and artifacts to DIR (nothing is written anywhere else).",
+    ),
+    "runs": ("_run", "runs_cmd", "Recent runs, newest first."),
+    "vault": ("_vault", "vault_group", "Read, index and search Obsidian vaults."),
+    "sandbox": (
+        "_sandbox",
+        "sandbox_group",
+        "Run Code Mode scripts in the sandbox (restricted Python, isolated process, vault via the API).",
+    ),
+    "cache": (
+        "_cache",
+        "cache_group",
+        "The cache of node results (SQLite under $SHAD_HOME, or Redis with --redis / REDIS_URL).",
+    ),
+    "batch": (
+        "_batch",
+        "batch_cmd",
+        "Run NB once per row of GOALS.csv (columns become notebook parameters; a goal column is "
+        "required) and write DIR/results.csv (and results.parquet): status, run id, tokens, citations ...",
+    ),
+    "checkpoint": ("_checkpoint", "checkpoint_cmd", "Without a decision: list what RUN_ID waits for."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    """Imports a command's module only when that command runs or shows its own help, so that
+    ``shad --help`` loads none of them (and ``shad run --help`` only ``_run``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))  # what click's own listing allows
+        rows = [(name, make_default_short_help(COMMANDS[name][2], limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="shad")
 def cli() -> None:
     """Shad (Shannon's Daemon): let a language model use an Obsidian vault far larger than its context."""
 
 
-for command in (run_cmd, resume_cmd, replay_cmd, status_cmd, trace_group, export_cmd, runs_cmd, vault_group):
-    cli.add_command(command)
-cli.add_command(sandbox_group)
-cli.add_command(cache_group)
-cli.add_command(batch_cmd)
-cli.add_command(checkpoint_cmd)
+def _say(markup: str) -> None:
+    """One line on stderr (rich is imported here, not at start-up: ``shad --help`` never needs it)."""
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(markup, soft_wrap=True)
 
 
 def _fail(message: str, hint: str | None, code: int) -> int:
-    line = f"[bold red]shad: error:[/] {escape(message)}" + (f" [dim]({escape(hint)})[/]" if hint else "")
-    err_console.print(line, soft_wrap=True)
+    from rich.markup import escape
+
+    _say(f"[bold red]shad: error:[/] {escape(message)}" + (f" [dim]({escape(hint)})[/]" if hint else ""))
     return code
 
 
@@ -60,10 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
-        err_console.print("shad: aborted")
+        _say("shad: aborted")
         return 130
     except KeyboardInterrupt:
-        err_console.print("shad: interrupted")
+        _say("shad: interrupted")
         return 130
     except ShadError as exc:
         return _fail(exc.message, exc.hint, exc.exit_code)

@@ -18,7 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ..batch._rows import BatchResult, run_batch
+from ..batch import BatchResult, run_batch
 
 __all__ = ["batch_cmd"]
 

@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 
 from ..errors import ShadError, UsageError
-from ..runs._run import Run
+from ..runs import Run
 from ..runs.budget import extra_tokens
 from ._policy import default_policy, policy_option
 from ._run import err, print_outcome
@@ -27,7 +27,7 @@ def resume_run(
     as_json: bool = False,
     checkpoints: str | None = None,
 ) -> int:
-    from ..runs._api import aresume
+    from ..runs import aresume
     from ._checkpoint import TerminalDecider
 
     if budget and max_tokens is not None:
@@ -100,7 +100,7 @@ def resume_cmd(
 def replay_cmd(run_id: str, as_json: bool) -> int:
     """Run RUN_ID again as a new run, every model call answered from its recording: the same DAG,
     decisions and citations, and no model call made."""
-    from ..runs._api import areplay
+    from ..runs import areplay
 
     run = asyncio.run(areplay(run_id))
     diverged = [f for f in run.failures if "does not have" in str(f.get("message", ""))]

@@ -15,28 +15,18 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from ..config import Budgets, RunConfig
 from ..errors import UsageError
-from ..runs._run import Run
-from ..runs.dag import Dag, Node
+from ..runs import Run
 from ..store.history import list_runs
+from ._live import LiveTree, render_tree
 from ._policy import policy_option
 
 __all__ = ["export_cmd", "print_outcome", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
-_COLOURS = {
-    "CREATED": "dim",
-    "STARTED": "yellow",
-    "SUCCEEDED": "green",
-    "CACHE_HIT": "cyan",
-    "FAILED": "red",
-    "PRUNED": "magenta",
-    "NEEDS_HUMAN": "bold yellow",
-}
 
 
 def _print_json(data: Any) -> None:
@@ -80,30 +70,6 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
         except ValueError as exc:
             raise UsageError(f"bad --cache-ttl: {exc}", hint="e.g. --cache-ttl docs=7d") from exc
     return out
-
-
-def render_tree(dag: Dag, title: str = "run") -> Tree:
-    """The DAG as a tree: parents over children, colour by status, tokens and time per node."""
-    tree = Tree(Text(title, style="bold"))
-    if not len(dag):
-        return tree
-
-    def label(n: Node) -> Text:
-        colour = _COLOURS.get(n.status.value, "")
-        text = Text(f"{n.id} ", style="bold")
-        text.append(n.status.value, style=colour)
-        text.append(f"  {n.task[:80]}")
-        if n.tokens or n.duration_ms:
-            text.append(f"  ({n.tokens} tok, {n.duration_ms / 1000:.1f}s)", style="dim")
-        return text
-
-    def add(branch: Tree, node: Node) -> None:
-        sub = branch.add(label(node))
-        for child in dag.children(node.id):
-            add(sub, child)
-
-    add(tree, dag.root())
-    return tree
 
 
 @click.command("run")
@@ -188,7 +154,7 @@ def run_cmd(
 ) -> int:
     """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
     from .. import strategies
-    from ..runs.orchestrator import Orchestrator
+    from ..runs import arun
     from ._checkpoint import TerminalDecider
     from ._policy import default_policy
 
@@ -230,25 +196,16 @@ def run_cmd(
         checkpoints=policy,
     )
     decider = TerminalDecider() if policy == "ask" else None
-    orch = Orchestrator(config, decider=decider)
     live_view = err.is_terminal and not as_json
+    tree = LiveTree()
 
     async def go() -> Run:
         if not live_view:
-            return await orch.execute()
-        with Live(
-            console=err,
-            refresh_per_second=8,
-            transient=True,
-            get_renderable=lambda: (
-                render_tree(orch.run.dag, f"shad {orch.run_id}")
-                if hasattr(orch, "run")
-                else Text("starting…")
-            ),
-        ) as live:
+            return await arun(config, decider=decider)
+        with Live(console=err, refresh_per_second=8, transient=True, get_renderable=tree.render) as live:
             if decider is not None:
                 decider.live = live  # a question on the terminal puts the live view aside
-            return await orch.execute()
+            return await arun(config, decider=decider, on_event=tree.apply)
 
     run = asyncio.run(go())
     if live_view:

@@ -1,33 +1,30 @@
 """The broker: the trusted parent's answer to every ``obsidian.*`` call a sandboxed script makes.
 
 Each request is validated (known function for the profile, argument types and sizes, vault-relative
-paths with no ``..``, no absolute path, no NUL, nothing hidden, the real path inside the vault or root),
-counted against the script's budgets, and answered from the vault layer. The child never holds a path.
+paths with no ``..``, no absolute path, no NUL, nothing hidden, the real path inside the vault or root:
+``_checks``), counted against the script's budgets, and answered from the vault layer (or, for the
+``local`` profile, from read-only folders: ``_roots``). The child never holds a path.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import NoteNotFoundError, PathOutsideVaultError, ShadError, UsageError
 from ..vault import Note, Vault, VaultSet
-from ..vault._vault import normalize_note_path
+from ._checks import CallRefused, check_path, hidden_target, int_arg, link_text, str_arg, str_list, where_arg
 from ._net import NetPolicy, NetRefused, fetch
+from ._roots import MAX_LISTING, FsRoot, choose_root, list_root_files, read_root_file
 
 __all__ = ["PROFILES", "Broker", "BrokerRun", "Budgets", "CallRefused", "FsRoot"]
 
 PROFILES = ("strict", "local", "extended")
 MAX_BODY_CHARS = 2_000_000
-MAX_FILE_BYTES = 2_000_000
-MAX_LISTING = 20_000
 
 
 @dataclass(frozen=True)
@@ -38,100 +35,6 @@ class Budgets:
     reply_bytes: int = 4_000_000
     total_bytes: int = 64_000_000
     http_calls: int = 20
-
-
-@dataclass(frozen=True)
-class FsRoot:
-    """A read-only folder the ``local`` profile exposes through ``obsidian.read_file`` / ``list_files``."""
-
-    id: str
-    path: Path
-
-    @classmethod
-    def of(cls, path: str | os.PathLike[str]) -> FsRoot:
-        p = Path(path).expanduser()
-        if not p.is_dir():
-            raise UsageError(f"--fs-read folder not found: {p}", hint="give an existing folder")
-        real = Path(os.path.realpath(p))
-        slug = re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", real.name).lower()).strip("-")
-        return cls(slug or "root", real)
-
-
-class CallRefused(Exception):
-    """A request the broker will not answer: ``kind`` is blocked, limited or error."""
-
-    def __init__(self, kind: str, message: str, type: str = "BrokerError") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.type = type
-
-
-def _str(name: str, value: Any, max_len: int = 1024, required: bool = True) -> str | None:
-    if value is None:
-        if required:
-            raise CallRefused("error", f"{name} is required", "TypeError")
-        return None
-    if not isinstance(value, str):
-        raise CallRefused("error", f"{name} must be a string, not {type(value).__name__}", "TypeError")
-    if len(value) > max_len:
-        raise CallRefused("limited", f"{name} is longer than {max_len} characters", "LimitExceeded")
-    return value
-
-
-def _int(name: str, value: Any, lo: int, hi: int, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CallRefused("error", f"{name} must be an integer", "TypeError")
-    if not lo <= value <= hi:
-        raise CallRefused("error", f"{name} must be between {lo} and {hi} (got {value})", "ValueError")
-    return value
-
-
-def _str_list(name: str, value: Any, max_items: int = 50) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or len(value) > max_items:
-        raise CallRefused("error", f"{name} must be a list of at most {max_items} strings", "TypeError")
-    return [str(_str(name, v, 200)) for v in value]
-
-
-def _where(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict) or len(value) > 20:
-        raise CallRefused("error", "where must be a dict of at most 20 field: value pairs", "TypeError")
-    for k, v in value.items():
-        _str("where key", k, 100)
-        items = v if isinstance(v, list) else [v]
-        if len(items) > 50 or not all(x is None or isinstance(x, (str, int, float, bool)) for x in items):
-            raise CallRefused("error", "where values must be strings, numbers or lists of them", "TypeError")
-    return value
-
-
-def _check_path(path: Any, what: str = "path") -> str:
-    raw = _str(what, path)
-    assert raw is not None
-    try:
-        return normalize_note_path(raw)
-    except PathOutsideVaultError as exc:
-        raise CallRefused("blocked", f"{exc.message} ({exc.hint})", "PathOutsideVault") from None
-    except ShadError as exc:
-        raise CallRefused("error", exc.message, "ValueError") from None
-
-
-def _hidden_target(root: str, rel: str) -> str | None:
-    """Why the file a vault-relative path names may not be read (its real path, after symlinks, is
-    outside ``root`` or inside a hidden folder there such as ``.obsidian/``), or None when it may."""
-    real = os.path.realpath(os.path.join(root, rel))
-    prefix = root if root.endswith(os.sep) else root + os.sep  # a root of "/" ends with one already
-    if not real.startswith(prefix):
-        return "points outside"
-    if any(part.startswith(".") for part in real[len(prefix) :].split(os.sep)):
-        return "points into a hidden folder"
-    return None
 
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
@@ -154,13 +57,6 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_json_safe(v, depth + 1) for v in value]
     return str(value)
-
-
-def _link_text(name: str, value: Any) -> str | None:
-    text = _str(name, value, 300, required=False)
-    if text is not None and any(c in text for c in "[]|\n\r#^"):
-        raise CallRefused("error", f"{name} may not contain [ ] | # ^ or newlines", "ValueError")
-    return text
 
 
 class Broker:
@@ -277,14 +173,14 @@ class BrokerRun:
     # --- vault helpers ------------------------------------------------------------------------------------
 
     def _vault(self, vault: Any) -> Vault | None:
-        name = _str("vault", vault, 200, required=False)
+        name = str_arg("vault", vault, 200, required=False)
         return self.broker.vaults.get(name) if name is not None else None
 
     def _note(self, path: Any, vault: Any) -> Note:
-        rel = _check_path(path)
+        rel = check_path(path)
         v = self._vault(vault)
         note = v.read_note(rel) if v is not None else self.broker.vaults.read_note(rel)
-        why = _hidden_target(str(self._owner(note).root), note.path)
+        why = hidden_target(str(self._owner(note).root), note.path)
         if why is not None:  # a symlink inside the vault to .obsidian/ (plugin tokens) or .trash/
             raise CallRefused(
                 "blocked",
@@ -309,17 +205,17 @@ class BrokerRun:
         vault: Any = None,
         vaults: Any = None,
     ) -> Any:
-        q = _str("query", query, 1000)
+        q = str_arg("query", query, 1000)
         assert q is not None
         hits = self.broker.vaults.search(
             q,
-            limit=_int("limit", limit, 1, 200, 10),
-            path=_check_path(path, "path") if path is not None else None,
-            type=_str("type", type, 200, required=False),
-            tags=_str_list("tags", tags),
-            where=_where(where),
-            vault=_str("vault", vault, 200, required=False),
-            vaults=_str_list("vaults", vaults),
+            limit=int_arg("limit", limit, 1, 200, 10),
+            path=check_path(path, "path") if path is not None else None,
+            type=str_arg("type", type, 200, required=False),
+            tags=str_list("tags", tags),
+            where=where_arg(where),
+            vault=str_arg("vault", vault, 200, required=False),
+            vaults=str_list("vaults", vaults),
             exclude=self.broker.exclude,
         )
         return [h.to_dict() for h in hits if self._shown(h.vault, h.path)]
@@ -328,7 +224,7 @@ class BrokerRun:
         """A hit may be shown unless it is a symlink to a hidden file (the index keeps symlinks that stay
         inside the vault, even into .obsidian/)."""
         root = str(self.broker.vaults.get(vault or self.broker.vaults.ids[0]).root)
-        return not os.path.islink(os.path.join(root, rel)) or _hidden_target(root, rel) is None
+        return not os.path.islink(os.path.join(root, rel)) or hidden_target(root, rel) is None
 
     def read_note(self, path: Any = None, vault: Any = None) -> Any:
         note = self._note(path, vault)
@@ -340,7 +236,7 @@ class BrokerRun:
         return data
 
     def list_notes(self, folder: Any = None, recursive: Any = None, vault: Any = None) -> Any:
-        sub = _check_path(folder, "folder") if folder is not None else None
+        sub = check_path(folder, "folder") if folder is not None else None
         rec = True if recursive is None else bool(recursive)
         v = self._vault(vault)
         chosen = [v] if v is not None else list(self.broker.vaults)
@@ -367,14 +263,14 @@ class BrokerRun:
 
     def neighbors(self, path: Any = None, depth: Any = None, vault: Any = None) -> Any:
         note = self._note(path, vault)
-        return self._owner(note).neighbors(note.path, _int("depth", depth, 1, 3, 1))
+        return self._owner(note).neighbors(note.path, int_arg("depth", depth, 1, 3, 1))
 
     def create_wikilink(
         self, path: Any = None, heading: Any = None, alias: Any = None, vault: Any = None
     ) -> Any:
         note = self._note(path, vault)
         target = note.path[:-3] if note.path.lower().endswith(".md") else note.path
-        head, label = _link_text("heading", heading), _link_text("alias", alias)
+        head, label = link_text("heading", heading), link_text("alias", alias)
         return f"[[{target}{'#' + head if head else ''}{'|' + label if label else ''}]]"
 
     def vault_ids(self) -> Any:
@@ -382,51 +278,12 @@ class BrokerRun:
 
     # --- profile local: read-only roots -------------------------------------------------------------------
 
-    def _root(self, root: Any) -> FsRoot:
-        name = _str("root", root, 200, required=False)
-        if not self.broker.roots:
-            raise CallRefused("blocked", "no --fs-read roots were given to this sandbox", "ProfileRefused")
-        if name is None:
-            return self.broker.roots[0]
-        for r in self.broker.roots:
-            if r.id == name:
-                return r
-        raise CallRefused(
-            "error", f"no root {name!r}; roots: {[r.id for r in self.broker.roots]}", "ValueError"
-        )
-
     def read_file(self, path: Any = None, root: Any = None) -> Any:
-        r = self._root(root)
-        rel = _check_path(path)
-        why = _hidden_target(str(r.path), rel)
-        if why is not None:
-            raise CallRefused("blocked", f"{rel!r} {why} of the allowed root", "PathOutsideVault")
-        real = os.path.realpath(r.path / rel)
-        if not os.path.isfile(real):
-            raise CallRefused("error", f"no file {rel!r} in root {r.id!r}", "FileNotFound")
-        with open(real, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise CallRefused("limited", f"{rel!r} is larger than {MAX_FILE_BYTES} bytes", "LimitExceeded")
-        if b"\x00" in data:
-            raise CallRefused("error", f"{rel!r} is a binary file", "ValueError")
-        return data.decode("utf-8", "replace")
+        return read_root_file(choose_root(self.broker.roots, root), check_path(path))
 
     def list_files(self, folder: Any = None, root: Any = None) -> Any:
-        r = self._root(root)
-        sub = _check_path(folder, "folder") if folder is not None else ""
-        base = r.path / sub if sub else r.path
-        out: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                full = os.path.join(dirpath, name)
-                if name.startswith(".") or _hidden_target(str(r.path), os.path.relpath(full, r.path)):
-                    continue
-                out.append(os.path.relpath(full, r.path).replace(os.sep, "/"))
-                if len(out) >= MAX_LISTING:
-                    return out
-        return out
+        r = choose_root(self.broker.roots, root)
+        return list_root_files(r, check_path(folder, "folder") if folder is not None else "")
 
     def root_ids(self) -> Any:
         return [r.id for r in self.broker.roots]
@@ -434,7 +291,7 @@ class BrokerRun:
     # --- profile extended: HTTP GET done here -------------------------------------------------------------
 
     def http_get(self, url: Any = None) -> Any:
-        u = _str("url", url, 2000)
+        u = str_arg("url", url, 2000)
         assert u is not None
         if self.broker.net is None:
             raise CallRefused("blocked", "no --net-allow hosts were given to this sandbox", "NetRefused")

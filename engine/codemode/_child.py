@@ -2,21 +2,20 @@
 
 The zygote imports everything a script may use, then waits on its control socket. For each script it
 receives three file descriptors (the broker channel, stdout, stderr) and forks. The child joins its own
-process group, dies with the zygote, drops root, sets rlimits, installs the seccomp filter, and only
-then reads the script, compiles it under the restricted policy and runs it. The result travels as JSON
-on the broker channel, never on stdout. Loaded inside the sandbox (no ``engine`` imports).
+process group, dies with the zygote, drops root, sets rlimits, installs the seccomp filter (``_lockdown``),
+and only then reads the script, compiles it under the restricted policy and runs it (its output and
+verdict: ``_outcome``). The result travels as JSON on the broker channel, never on stdout. Loaded inside
+the sandbox (no ``engine`` imports).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import fcntl
 import gc
 import os
 import random
-import resource
 import select
 import signal
 import socket
@@ -25,10 +24,12 @@ import time
 import types
 from typing import Any
 
-from ._client import Obsidian, ResultError, to_plain
+from ._client import Obsidian, to_plain
 from ._facades import FacadeModule, build_modules, warm_up
+from ._lockdown import PR_SET_DUMPABLE, PR_SET_PDEATHSIG, drop_root, load_seccomp, prctl, set_limits
+from ._outcome import Output as _Output
+from ._outcome import TextSink, execute, notifier, result_verdict, verdict
 from ._policy import (
-    MAX_MESSAGE,
     SCRIPT_MODULE,
     Guards,
     Recorder,
@@ -36,110 +37,14 @@ from ._policy import (
     SandboxViolation,
     ScriptCompileError,
     compile_script,
-    script_line,
 )
 from ._scope import ClassMaker, build_globals
-from ._wire import FrameError, decode, encode, read_frame, recv_frame, send_frame, write_all
+from ._wire import FrameError, decode, encode, read_frame, recv_frame, send_frame
 
 __all__ = ["zygote_main"]
 
 CHAN_FD = 3
 MAX_SCRIPT_BYTES = 8 << 20  # 256k characters, JSON-escaped (a control character takes 6 bytes)
-NOBODY = 65534
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_ushort),
-        ("jt", ctypes.c_ubyte),
-        ("jf", ctypes.c_ubyte),
-        ("k", ctypes.c_uint),
-    ]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _prctl(option: int, arg: Any) -> None:
-    if _libc.prctl(option, arg, 0, 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"prctl({option}) failed: {os.strerror(err)}")
-
-
-def _load_seccomp(bpf: bytes) -> None:
-    """Install a classic-BPF seccomp program (compiled by libseccomp in the parent)."""
-    count = len(bpf) // ctypes.sizeof(_SockFilter)
-    program = (_SockFilter * count).from_buffer_copy(bpf)
-    prog = _SockFprog(count, ctypes.cast(program, ctypes.POINTER(_SockFilter)))
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"seccomp filter not installed: {os.strerror(err)}")
-
-
-class _Output:
-    """The script's prints: written to fd 1 in chunks, capped (prints and result share one budget)."""
-
-    def __init__(self, cap: int, recorder: Recorder) -> None:
-        self.cap = cap
-        self.used = 0
-        self.pending: list[bytes] = []
-        self.pending_bytes = 0
-        self.recorder = recorder
-
-    def write(self, text: str) -> None:
-        data = text.encode("utf-8", "replace")
-        room = self.cap - self.used
-        if len(data) > room:
-            self._push(data[: max(room, 0)])
-            self.used = self.cap
-            self.recorder.limit(f"output limit: prints and result may not exceed {self.cap} bytes")
-        self._push(data)
-
-    def _push(self, data: bytes) -> None:
-        self.used += len(data)
-        self.pending.append(data)
-        self.pending_bytes += len(data)
-        if self.pending_bytes >= 1 << 16:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            write_all(1, b"".join(self.pending))
-            self.pending.clear()
-            self.pending_bytes = 0
-
-
-def _set_limits(limits: dict[str, Any]) -> None:
-    cpu = int(limits["cpu_seconds"])
-    mem = int(limits["memory_bytes"])
-    for res, value in (
-        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_AS, (mem, mem)),
-        (resource.RLIMIT_FSIZE, (0, 0)),
-        (resource.RLIMIT_NOFILE, (16, 16)),
-        (resource.RLIMIT_CORE, (0, 0)),
-        (resource.RLIMIT_NPROC, (0, 0)),
-        (resource.RLIMIT_MEMLOCK, (0, 0)),
-        (resource.RLIMIT_MSGQUEUE, (0, 0)),
-    ):
-        resource.setrlimit(res, value)
-
-
-def _drop_root() -> None:
-    if os.geteuid() == 0:
-        os.setgroups([])
-        os.setresgid(NOBODY, NOBODY, NOBODY)
-        os.setresuid(NOBODY, NOBODY, NOBODY)
 
 
 def _child(fds: list[int], zygote_pid: int, run: dict[str, Any], init: dict[str, Any]) -> None:
@@ -147,7 +52,7 @@ def _child(fds: list[int], zygote_pid: int, run: dict[str, Any], init: dict[str,
     code = 70
     try:
         os.setpgid(0, 0)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != zygote_pid:
             os._exit(71)
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]
@@ -157,11 +62,11 @@ def _child(fds: list[int], zygote_pid: int, run: dict[str, Any], init: dict[str,
         os.closerange(CHAN_FD + 1, 1 << 16)  # the control socket and everything else the zygote held
         random.seed()
         if init.get("drop_root"):
-            _drop_root()
-        _set_limits(run["limits"])
+            drop_root()
+        set_limits(run["limits"])
         seccomp = False
         if init.get("bpf"):
-            _load_seccomp(base64.b64decode(init["bpf"]))
+            load_seccomp(base64.b64decode(init["bpf"]))
             seccomp = True
         chan = socket.socket(fileno=CHAN_FD)
         _run_script(chan, run, seccomp)
@@ -174,11 +79,11 @@ def _child(fds: list[int], zygote_pid: int, run: dict[str, Any], init: dict[str,
 
 
 def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None:
-    recorder = Recorder(_notifier(chan))
+    recorder = Recorder(notifier(chan))
     _CURRENT["recorder"] = recorder
     cap = int(run["limits"]["output_bytes"])
     output = _Output(cap, recorder)
-    sys.stdout = _TextSink(output)  # what library code prints (re.DEBUG ...) counts as the script's output
+    sys.stdout = TextSink(output)  # what library code prints (re.DEBUG ...) counts as the script's output
     stats: dict[str, Any] = {"seccomp": seccomp, "uid": os.getuid()}
     frame = recv_frame(chan, MAX_SCRIPT_BYTES)
     script = frame.get("script") if isinstance(frame, dict) else None
@@ -193,7 +98,7 @@ def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None
     done: dict[str, Any]
     if run.get("raw"):  # the parent's own probe of the OS layers (tests): no restricted policy at all
         namespace: dict[str, Any] = {"__name__": "__raw__"}
-        done = _execute(compile(script, "<raw>", "exec"), namespace, recorder)
+        done = execute(compile(script, "<raw>", "exec"), namespace, recorder)
         if done["status"] == "ok":
             done["result"] = to_plain(namespace.get("__result__"), cap)
         send_frame(chan, {"t": "done", **done, "stats": stats})
@@ -213,12 +118,12 @@ def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None
     t1 = time.perf_counter()
     stats["compile_ms"] = round((t1 - t0) * 1000, 3)
     namespace = build_globals(guards, maker, {"obsidian": client})
-    done = _execute(code, namespace, recorder)
+    done = execute(code, namespace, recorder)
     stats["exec_ms"] = round((time.perf_counter() - t1) * 1000, 3)
     if done["status"] == "ok":
         # Converting the result may run the script's own code (``__lt__`` while sorting a set, a
         # property of a dataclass): it is judged like the rest of the script.
-        done = _result(namespace.get("__result__"), max(cap - output.used, 0), recorder)
+        done = result_verdict(namespace.get("__result__"), max(cap - output.used, 0), recorder)
     stats["violations"] = recorder.violations[:20]
     stats["limits"] = recorder.limits[:20]
     stats["stdout_bytes"] = output.used
@@ -228,92 +133,9 @@ def _run_script(chan: socket.socket, run: dict[str, Any], seccomp: bool) -> None
         payload = encode({"t": "done", **done, "stats": stats})
     except (TypeError, ValueError):
         payload = encode(
-            {"t": "done", **_verdict(recorder, "error", "ResultError", "result not JSON"), "stats": stats}
+            {"t": "done", **verdict(recorder, "error", "ResultError", "result not JSON"), "stats": stats}
         )
     chan.sendall(payload)
-
-
-class _TextSink:
-    """``sys.stdout`` in the child: text written there goes to the script's capped output."""
-
-    def __init__(self, output: _Output) -> None:
-        self._output = output
-
-    def write(self, text: str) -> int:
-        self._output.write(str(text))
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
-def _notifier(chan: socket.socket) -> Any:
-    """Tell the parent about each violation or limit as it is recorded (a run killed later, or one
-    whose process crashes, is still judged by what it tried)."""
-
-    def notify(kind: str, message: str) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            chan.sendall(encode({"t": "note", "kind": kind, "message": message}))
-
-    return notify
-
-
-def _verdict(recorder: Recorder, status: str, etype: str, message: str, **extra: Any) -> dict[str, Any]:
-    """How a run ended, where a recorded violation (even a caught one) outranks everything else and a
-    recorded limit outranks an ordinary error."""
-    if recorder.violations:
-        return {"status": "blocked", "type": "PolicyViolation", "message": recorder.violations[0]}
-    if recorder.limits and (status != "limited" or etype == "LimitExceeded"):
-        return {"status": "limited", "type": "LimitExceeded", "message": recorder.limits[0]}
-    return {"status": status, "type": etype[:200], "message": message, **extra}
-
-
-def _result(value: Any, budget: int, recorder: Recorder) -> dict[str, Any]:
-    try:
-        plain = to_plain(value, budget)
-    except ResultError as exc:
-        return _verdict(recorder, exc.kind, "ResultError", str(exc))
-    except RecursionError:
-        return _verdict(recorder, "limited", "ResultError", "__result__ is nested too deeply")
-    except MemoryError:
-        return _verdict(recorder, "limited", "MemoryError", "memory limit reached while returning __result__")
-    except BaseException as exc:
-        return _verdict(
-            recorder, "error", "ResultError", f"__result__ could not be converted: {_describe(exc)}"
-        )
-    if recorder.violations or recorder.limits:
-        return _verdict(recorder, "ok", "", "")
-    return {"status": "ok", "result": plain}
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except BaseException:
-        text = "<unprintable>"
-    return f"{type(exc).__name__}: {text[:2000]}"
-
-
-def _execute(code: Any, namespace: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
-    """Run the compiled script; classify how it ended."""
-    try:
-        exec(code, namespace)
-    except SandboxViolation as exc:
-        # Raised by a guard (recorded), or by the script itself with a class it caught earlier.
-        return _verdict(recorder, "blocked", "PolicyViolation", str(exc)[:MAX_MESSAGE])
-    except SandboxLimit as exc:
-        return _verdict(recorder, "limited", "LimitExceeded", str(exc)[:MAX_MESSAGE])
-    except MemoryError:
-        return _verdict(recorder, "limited", "MemoryError", "memory limit reached; process less at once")
-    except RecursionError as exc:
-        line = script_line(exc.__traceback__)
-        where = f" (line {line})" if line else ""
-        return _verdict(recorder, "limited", "RecursionError", f"recursion too deep{where}")
-    except BaseException as exc:
-        line = script_line(exc.__traceback__)
-        message = _describe(exc) + (f" (line {line})" if line else "")
-        return _verdict(recorder, "error", type(exc).__name__, message, line=line)
-    return _verdict(recorder, "ok", "", "")
 
 
 _MODULES: dict[str, Any] = {}
@@ -337,7 +159,7 @@ def zygote_main(ctl_fd: int, init: dict[str, Any]) -> None:
     # Classes a script defines live in module "__script__"; dataclasses looks that module up.
     sys.modules.setdefault(SCRIPT_MODULE, types.ModuleType(SCRIPT_MODULE))
     ctl = socket.socket(fileno=ctl_fd)
-    _prctl(PR_SET_DUMPABLE, 0)
+    prctl(PR_SET_DUMPABLE, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.collect()
     gc.freeze()

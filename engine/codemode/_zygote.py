@@ -29,7 +29,19 @@ from ._wire import FrameError, decode, encode, read_frame
 __all__ = ["ISOLATIONS", "Zygote", "bwrap_status", "seccomp_program"]
 
 ISOLATIONS = ("bubblewrap", "subprocess")
-SANDBOX_MODULES = ("_wire", "_facades", "_policy", "_scope", "_client", "_child")
+SANDBOX_MODULES = (
+    "_wire",
+    "_facades",
+    "_recorder",
+    "_compile",
+    "_guards",
+    "_policy",
+    "_scope",
+    "_client",
+    "_lockdown",
+    "_outcome",
+    "_child",
+)  # in import order: each imports only the ones before it
 START_TIMEOUT = 30.0
 
 BOOTSTRAP = """

@@ -160,7 +160,6 @@ class ReplayProvider:
             )
         self.path, manifest = load_manifest(source)
         self.charge_recorded_usage = charge_recorded_usage
-        self.recorded_provider = str(manifest.get("provider") or "")
         self._answers: dict[str, list[dict[str, Any]]] = {}
         for call in manifest["calls"]:
             if isinstance(call, dict) and isinstance(call.get("key"), str):

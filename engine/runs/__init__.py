@@ -8,7 +8,18 @@ report (``_report``). ``arun`` / ``aresume`` / ``areplay`` are the only ways in.
 
 from __future__ import annotations
 
-from ._api import areplay, aresume, arun, replay, resume, run
+from ._api import areplay, aresume, arun, replay, resume, run, start_run
 from ._run import EXIT_CODES, Run, RunStatus
 
-__all__ = ["EXIT_CODES", "Run", "RunStatus", "areplay", "aresume", "arun", "replay", "resume", "run"]
+__all__ = [
+    "EXIT_CODES",
+    "Run",
+    "RunStatus",
+    "areplay",
+    "aresume",
+    "arun",
+    "replay",
+    "resume",
+    "run",
+    "start_run",
+]

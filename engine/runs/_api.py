@@ -1,4 +1,6 @@
-"""``run`` / ``arun``: start a run from Python. An async core with a sync facade."""
+"""Starting a run: ``arun`` / ``aresume`` / ``areplay`` (an async core with sync facades) and
+``start_run``, the one function below them that opens a run's context and runs its orchestrator.
+Every face (the CLI, the magics, the kernel) starts runs through these."""
 
 from __future__ import annotations
 
@@ -11,12 +13,50 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Budgets, RunConfig
 from ..llm import Provider
-
-if TYPE_CHECKING:
-    from ._checkpoint_steps import Decider
 from ._run import Run
 
-__all__ = ["areplay", "aresume", "arun", "replay", "resume", "run"]
+if TYPE_CHECKING:
+    from ..retrieval import Retriever
+    from ..store import Store
+    from .budget import Ledger
+    from .checkpoints import Decider
+
+__all__ = ["areplay", "aresume", "arun", "replay", "resume", "run", "start_run"]
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+async def start_run(
+    config: RunConfig,
+    *,
+    provider: Provider | None = None,
+    on_event: EventSink | None = None,
+    decider: Decider | None = None,
+    store: Store | None = None,
+    ledger: Ledger | None = None,
+    retriever: Retriever | None = None,
+    run_id: str | None = None,
+    resume: Run | None = None,
+    replay: str | None = None,
+) -> Run:
+    """Open the run's context and carry it to the report. ``store``, ``ledger`` and ``retriever``
+    replace the ones the run would open itself (tests, benchmarks); ``resume`` continues a stopped run
+    in its own history, ``replay`` naming what to run again regardless."""
+    from ._context import open_context
+    from .orchestrator import Orchestrator
+
+    ctx = await open_context(
+        config,
+        provider=provider,
+        store=store,
+        ledger=ledger,
+        on_event=on_event,
+        decider=decider,
+        run_id=run_id,
+        resume=resume,
+        replay=replay,
+    )
+    return await Orchestrator(ctx, retriever=retriever).execute()
 
 
 def _config(
@@ -37,7 +77,7 @@ async def arun(
     vaults: str | Sequence[str] | None = None,
     *,
     provider: Provider | str | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     decider: Decider | None = None,
     **options: Any,
 ) -> Run:
@@ -48,12 +88,10 @@ async def arun(
     max_tokens, max_wall_time, ...). ``checkpoints`` is the checkpoint policy (ask, pause, approve,
     skip, off); under ``ask``, ``decider`` (async, ``Checkpoint -> Decision | None``) answers them.
     """
-    from .orchestrator import Orchestrator
-
     if isinstance(provider, str):
         options["provider"], provider = provider, None
     config = _config(goal_or_config, vaults, dict(options))
-    return await Orchestrator(config, provider=provider, on_event=on_event, decider=decider).execute()
+    return await start_run(config, provider=provider, on_event=on_event, decider=decider)
 
 
 def run(
@@ -92,7 +130,7 @@ async def aresume(
     replay: str | None = None,
     store_url: str | None = None,
     provider: Provider | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     checkpoints: str | None = None,
     decider: Decider | None = None,
 ) -> Run:
@@ -107,7 +145,6 @@ async def aresume(
     from ..errors import ShadError, UsageError
     from ..store import open_store
     from ._resume_plan import parse_replay
-    from .orchestrator import Orchestrator
 
     previous = Run.load(run_id)
     if previous.config is None:
@@ -131,16 +168,15 @@ async def aresume(
         config = replace(
             config, budgets=budgets, store_url=url, checkpoints=checkpoints or config.checkpoints
         )
-        orchestrator = Orchestrator(
+        return await start_run(
             config,
             provider=provider,
             store=store,
             on_event=on_event,
-            run_id=previous.id,
-            replay=replay,
             decider=decider,
+            resume=previous,
+            replay=replay,
         )
-        return await orchestrator.execute(previous)
     finally:
         store.close()
 
@@ -157,11 +193,10 @@ def resume(run_id: str, **kwargs: Any) -> Run:
     return asyncio.run(aresume(run_id, **kwargs))
 
 
-async def areplay(run_id: str, *, on_event: Callable[[dict[str, Any]], None] | None = None) -> Run:
+async def areplay(run_id: str, *, on_event: EventSink | None = None) -> Run:
     """Run a recorded run again as a new run, every model call answered from its recording
     (``replay/manifest.json``): same DAG, decisions and citations, no model call made."""
     from ..errors import ShadError
-    from .orchestrator import Orchestrator
 
     recorded = Run.load(run_id)
     if recorded.config is None:
@@ -176,7 +211,7 @@ async def areplay(run_id: str, *, on_event: Callable[[dict[str, Any]], None] | N
     config = replace(
         recorded.config, provider="replay", replay_from=recorded.id, use_cache=False, store_url=None
     )
-    return await Orchestrator(config, on_event=on_event).execute()
+    return await start_run(config, on_event=on_event)
 
 
 def replay(run_id: str, **kwargs: Any) -> Run:

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
+from ..events import RunFinished
 from ..retrieval import citations as cite
 from . import checkpoints as cp
+from ._context import RunContext
 from ._run import Run, RunStatus
-from .dag import Node, NodeStatus
-
-if TYPE_CHECKING:
-    from .orchestrator import Orchestrator
+from .dag import NodeStatus
 
 __all__ = ["finish_run", "render_report", "resume_command"]
 
@@ -155,26 +154,25 @@ def _checkpoint_lines(checkpoints: list[cp.Checkpoint]) -> list[str]:
     return [*lines, ""]
 
 
-def finish_run(orch: Orchestrator) -> None:
-    run = orch.run
+def finish_run(ctx: RunContext, tokens: int) -> None:
+    """The run's end: settle its status, write the cited report, the summary and the rest of the history.
+    ``tokens`` is what the run spent in all its sessions."""
+    run, state = ctx.run, ctx.state
     waiting = [n.id for n in run.dag if n.status is NodeStatus.NEEDS_HUMAN]
     for node in run.dag:
-        if node.status is NodeStatus.CREATED and waiting and not orch.stop_reason:
+        if node.status is NodeStatus.CREATED and waiting and not state.stop_reason:
             node.note = f"waits for the checkpoint of {', '.join(waiting)}"  # it runs once decided
         elif not node.status.finished and node.status is not NodeStatus.NEEDS_HUMAN:
             # Started but never finished: the run stopped around it.
-            node.status, node.note = NodeStatus.PRUNED, orch.stop_reason or "not finished"
+            node.status, node.note = NodeStatus.PRUNED, state.stop_reason or "not finished"
     run.status = _status(run)
-    if run.status is RunStatus.FAILED and (orch.stop_reason or orch.skipped_by_human):
+    if run.status is RunStatus.FAILED and (state.stop_reason or state.skipped_by_human):
         # A budget, the clock or a person stopped it: resumable, not broken.
         run.status = RunStatus.PARTIAL
     run.finished_at = time.time()
     seconds = run.finished_at - run.started_at
-    tokens = orch.tokens_spent()
     body = _body(run)
-    resolved = (
-        cite.resolve_citations(cite.extract_citations(body), orch.vaults) if hasattr(orch, "vaults") else []
-    )
+    resolved = cite.resolve_citations(cite.extract_citations(body), ctx.vaults)
     citations, _ = cite.summarize(resolved)
     unresolved = [
         {"raw": r.raw, "vault": r.vault, "path": r.path, "heading": r.heading, "reason": r.reason}
@@ -185,21 +183,23 @@ def finish_run(orch: Orchestrator) -> None:
         body = cite.flag_unresolved(body, resolved)
     missing = _missing_branches(run)
     checkpoints = cp.load_all(run.history)
-    run.report = render_report(run, body, unresolved, missing, tokens, seconds, orch.stop_reason, checkpoints)
+    run.report = render_report(
+        run, body, unresolved, missing, tokens, seconds, state.stop_reason, checkpoints
+    )
     executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
     metrics = {
         "total_tokens": tokens,
         "llm_calls": run.llm_calls,
         "nodes_total": len(run.dag),
         "nodes_executed": len(executed),
-        "cache_hits": orch.cache.hits if hasattr(orch, "cache") else 0,
-        "cache_misses": orch.cache.misses if hasattr(orch, "cache") else 0,
-        "stale_nodes": orch.stale_nodes + (orch.cache.stale if hasattr(orch, "cache") else 0),
-        "reexecuted_nodes": orch.reexecuted,
+        "cache_hits": ctx.cache.hits,
+        "cache_misses": ctx.cache.misses,
+        "stale_nodes": state.stale_nodes + ctx.cache.stale,
+        "reexecuted_nodes": state.reexecuted,
         "duration_ms": round(seconds * 1000, 1),
-        "cost_usd": round(orch.cost_usd, 6) if orch.cost_known else None,
-        "llm_in_flight_peak": orch.llm.peak,
-        "llm_backoffs": orch.llm.backoffs,
+        "cost_usd": round(state.cost_usd, 6) if state.cost_known else None,
+        "llm_in_flight_peak": ctx.llm.peak,
+        "llm_backoffs": ctx.llm.backoffs,
     }
     run.summary = {
         "run_id": run.id,
@@ -213,8 +213,8 @@ def finish_run(orch: Orchestrator) -> None:
         "unresolved_citations": unresolved,
         "metrics": metrics,
         "missing_branches": missing,
-        "stop_reason": orch.stop_reason,
-        "resume_command": resume_command(run, orch.stop_reason)
+        "stop_reason": state.stop_reason,
+        "resume_command": resume_command(run, state.stop_reason)
         if run.status is not RunStatus.SUCCESS
         else None,
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
@@ -225,15 +225,7 @@ def finish_run(orch: Orchestrator) -> None:
     h.write_json("metrics/summary.json", {**metrics, "nodes": run.metrics})
     h.write_text("final.report.md", run.report)
     h.write_json("final.summary.json", run.summary)
-    recorder = getattr(orch, "provider", None)
-    if recorder is not None and hasattr(recorder, "write"):
-        recorder.write(h.dir / "replay" / "manifest.json")
+    ctx.provider.write(h.dir / "replay" / "manifest.json")
     manifest = run.manifest() | {"status": run.status.value, "finished": run.finished_at}
     h.write_json("run.manifest.json", manifest)
-    orch.event("RUN_FINISHED", status=run.status.value, tokens=tokens, duration_ms=metrics["duration_ms"])
-
-
-def node_line(node: Node) -> str:
-    """One line for a node in trees and logs."""
-    extra = f" {node.tokens} tok" if node.tokens else ""
-    return f"{node.id} [{node.status.value}] {node.task[:70]}{extra}"
+    ctx.emit(RunFinished(status=run.status.value, tokens=tokens, duration_ms=round(seconds * 1000, 1)))

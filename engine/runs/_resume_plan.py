@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
+from ..events import NodeReverified, RunResumed
+from ._context import RunContext
+from ._run import Run
+from .budget import Envelope
 from .cache import NodeCache
 from .dag import Dag, NodeStatus
 
-__all__ = ["ResumePlan", "parse_replay", "plan_resume", "replayed"]
+__all__ = ["ResumePlan", "adopt", "parse_replay", "plan_resume", "replayed"]
 
 
 @dataclass
@@ -117,3 +121,21 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
         node.started_at = node.finished_at = None
         node.tokens = node.llm_calls = 0
     return plan
+
+
+def adopt(ctx: RunContext, previous: Run) -> None:
+    """Take over a stopped run's DAG: trust finished nodes whose notes are unchanged, re-verify or re-run
+    the stale ones, run what did not finish (and the parents above it)."""
+    dag = ctx.run.dag = previous.dag
+    ctx.run.strategy = previous.strategy
+    state = ctx.state
+    state.previous_ok = {n.id for n in dag if n.status.ok}
+    plan = plan_resume(dag, ctx.cache, ctx.replay)
+    state.fresh, state.stale_nodes = set(plan.fresh), len(plan.stale)
+    for node_id in plan.reverified:
+        ctx.emit(NodeReverified(node=node_id))
+    root = dag.root()
+    total = ctx.ledger.remaining(ctx.run_id)
+    state.envelopes[root.id] = (Envelope.for_parent if dag.children(root.id) else Envelope.for_leaf)(total)
+    ctx.emit(RunResumed(**plan.to_dict(), replay=ctx.replay, budget_left=total))
+    ctx.save_dag(force=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._version import __version__
 from ..config import RunConfig
+from ..events import EventKind, kind_of
 from ..store.history import History, find_run
 from .dag import Dag, Node, NodeStatus
 
@@ -151,13 +152,24 @@ def _rebuild_dag_from_events(run: Run) -> None:
     """A run killed before it wrote dag.json: its events still say which nodes existed and how far
     each got."""
     for event in run.events:
-        kind, node_id = event.get("type", ""), event.get("node")
-        if kind == "NODE_CREATED" and node_id and node_id not in run.dag:
+        kind, node_id = kind_of(event), event.get("node")
+        if kind is EventKind.NODE_CREATED and node_id and node_id not in run.dag:
             parent = event.get("parent")
             depth = 0 if parent is None else run.dag.node(parent).depth + 1 if parent in run.dag else 1
             run.dag.add(Node(node_id, event.get("task", ""), event.get("stage", ""), depth, parent=parent))
-        elif isinstance(node_id, str) and node_id in run.dag and kind.startswith("NODE_"):
-            status = kind.removeprefix("NODE_")
+        elif isinstance(node_id, str) and node_id in run.dag and kind in _STATUS_OF:
             # Events do not hold answers: a node they call finished is left to the cache to answer.
-            if status in NodeStatus.__members__ and not NodeStatus(status).ok:
-                run.dag.node(node_id).status = NodeStatus(status)
+            status = _STATUS_OF[kind]
+            if not status.ok:
+                run.dag.node(node_id).status = status
+
+
+# The events that set a node's status, and the status each sets.
+_STATUS_OF = {
+    EventKind.NODE_STARTED: NodeStatus.STARTED,
+    EventKind.NODE_SUCCEEDED: NodeStatus.SUCCEEDED,
+    EventKind.NODE_CACHE_HIT: NodeStatus.CACHE_HIT,
+    EventKind.NODE_FAILED: NodeStatus.FAILED,
+    EventKind.NODE_PRUNED: NodeStatus.PRUNED,
+    EventKind.NODE_NEEDS_HUMAN: NodeStatus.NEEDS_HUMAN,
+}

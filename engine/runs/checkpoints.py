@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config import CHECKPOINT_POLICIES as POLICIES
 from ..errors import UsageError
+from ..events import CheckpointDecided, to_record
 
 if TYPE_CHECKING:
     from ..store.history import History
@@ -34,6 +36,7 @@ __all__ = [
     "MAX_PER_RUN",
     "POLICIES",
     "Checkpoint",
+    "Decider",
     "Decision",
     "check_edit",
     "check_edit_for_run",
@@ -137,6 +140,10 @@ class Checkpoint:
         ]
 
 
+# Answers a checkpoint under the "ask" policy (the terminal prompt, a widget); None leaves the node waiting.
+Decider = Callable[[Checkpoint], Awaitable[Decision | None]]
+
+
 def preview(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
     keys = ("vault", "path", "heading", "citation")
     return [{**{k: c.get(k) for k in keys}, "text": str(c.get("text", ""))[:PREVIEW_CHARS]} for c in context]
@@ -238,18 +245,8 @@ def decide(run_id: str, node_id: str | None, action: str, text: str = "") -> Che
         check_edit_for_run(run_id, text)
     checkpoint.decision = Decision(action, text, "human")
     save(history, checkpoint)
-    history.append(
-        "events.jsonl",
-        {
-            "ts": round(time.time(), 3),
-            "run_id": checkpoint.run_id,
-            "type": "CHECKPOINT_DECIDED",
-            "node": node_id,
-            "action": action,
-            "by": "human",
-            "text": text,
-        },
-    )
+    decided = CheckpointDecided(node=node_id, action=action, by="human", text=text)
+    history.append("events.jsonl", to_record(decided, checkpoint.run_id))
     return checkpoint
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx takes ~0.1-0.3 s to import: only when a DAG is built (not for --help)
+    import networkx as nx
 
 __all__ = ["Dag", "Node", "NodeStatus"]
 
@@ -80,6 +81,8 @@ class Dag:
     soft) and from a parent to its children (``kind``: child)."""
 
     def __init__(self) -> None:
+        import networkx as nx
+
         self.graph: nx.DiGraph = nx.DiGraph()
 
     # An edge to a dependency or parent not added (yet) leaves a bare placeholder in the graph: it is
@@ -132,6 +135,8 @@ class Dag:
 
     def critical_path_length(self) -> int:
         """Nodes on the longest dependency chain (children count as dependencies of their parent)."""
+        import networkx as nx
+
         order = nx.DiGraph()
         for n in self:
             order.add_node(n.id)

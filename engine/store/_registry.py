@@ -38,10 +38,6 @@ class StoreRegistry:
                 hint=f"use one of {known}, or a plain file path for a SQLite store",
             ) from None
 
-    @property
-    def schemes(self) -> tuple[str, ...]:
-        return tuple(sorted(self._factories))
-
     def open(self, url: str) -> Store:
         """A ``scheme://`` URL goes to its factory; anything else is a SQLite file path."""
         match = _SCHEME.match(url)

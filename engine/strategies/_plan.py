@@ -13,6 +13,8 @@ every change it makes in ``problems`` (and ``dropped`` / ``restored``):
 - the plan is clamped to ``min(max_nodes, max_branching)`` nodes, keeping one node per required stage
   first, then the others in the model's order;
 - when nothing usable is left, the skeleton's default plan (one node per required stage) stands in.
+
+The dependency rules (defaults, cycles, constraint order) are in ``_plan_deps``.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._plan_deps import check_deps, enforce_order, wire_defaults
 from ._skeleton import Skeleton, Stage
 
 __all__ = ["ValidatedPlan", "default_plan", "validate_plan"]
 
 MAX_TASK_CHARS = 1000
-MAX_DEPS = 50  # dependencies read per node
 MAX_ITEMS = 1000  # plan items read at all
 _ID_CLEAN = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -68,45 +70,13 @@ def _stage_node(stage: Stage, node_id: str, goal: str) -> dict[str, Any]:
     }
 
 
-def _wire_defaults(nodes: list[dict[str, Any]], skeleton: Skeleton, only: set[str] | None = None) -> None:
-    """Give nodes (all, or those whose id is in ``only``) their stage's default dependencies: on every
-    node of each stage it depends on; a hard-dependency stage with no node in the plan passes on its own
-    hard dependencies."""
-    by_stage: dict[str, list[str]] = {}
-    for n in nodes:
-        by_stage.setdefault(n["stage"], []).append(n["id"])
-
-    def targets(stage_names: tuple[str, ...], seen: set[str], through: bool) -> list[str]:
-        out: list[str] = []
-        for name in stage_names:
-            if name in seen:
-                continue
-            seen.add(name)
-            if name in by_stage:
-                out += by_stage[name]
-            elif through and (stage := skeleton.stage(name)) is not None:
-                out += targets(stage.depends_on, seen, through)
-        return out
-
-    for n in nodes:
-        stage = skeleton.stage(n["stage"])
-        if stage is None or (only is not None and n["id"] not in only):
-            continue
-        for dep in targets(stage.depends_on, {stage.name}, True):
-            if dep != n["id"] and dep not in n["depends_on"]:
-                n["depends_on"].append(dep)
-        for dep in targets(stage.soft_depends_on, {stage.name}, False):
-            if dep != n["id"] and dep not in n["depends_on"] + n["soft_depends_on"]:
-                n["soft_depends_on"].append(dep)
-
-
 def default_plan(skeleton: Skeleton, goal: str = "", max_nodes: int | None = None) -> list[dict[str, Any]]:
     """One node per stage a plan must hold, with the stages' default dependencies."""
     stages = [s for s in skeleton.stages if s.needs_node] or [skeleton.primary]
     if max_nodes is not None:
         stages = stages[: max(1, max_nodes)]
     nodes = [_stage_node(s, s.name, goal) for s in stages]
-    _wire_defaults(nodes, skeleton)
+    wire_defaults(nodes, skeleton)
     return nodes
 
 
@@ -206,112 +176,6 @@ def _waivers(raw: list[Any], skeleton: Skeleton, plan: ValidatedPlan) -> set[str
     return waived
 
 
-class _Graph:
-    """Dependency edges added one by one; an edge that would close a cycle is refused."""
-
-    def __init__(self) -> None:
-        self.out: dict[str, set[str]] = {}
-
-    def reaches(self, src: str, dst: str) -> bool:
-        stack, seen = [src], set()
-        while stack:
-            cur = stack.pop()
-            if cur == dst:
-                return True
-            if cur not in seen:
-                seen.add(cur)
-                stack.extend(self.out.get(cur, ()))
-        return False
-
-    def add(self, node: str, dep: str) -> bool:
-        if node == dep or self.reaches(dep, node):
-            return False
-        self.out.setdefault(node, set()).add(dep)
-        return True
-
-
-def _check_deps(nodes: list[dict[str, Any]], plan: ValidatedPlan) -> None:
-    """Drop self, duplicate and unknown dependencies, then break cycles. Cycles are found in one pass
-    (Kahn's algorithm); only nodes left on a cycle are touched: their "forward" dependencies (on a node
-    later in the list, which every cycle has) are dropped, then each is put back if it closes no cycle."""
-    ids = {n["id"] for n in nodes}
-    position = {n["id"]: i for i, n in enumerate(nodes)}
-    for n in nodes:
-        for key in ("depends_on", "soft_depends_on"):
-            kept: list[str] = []
-            for dep in n[key][:MAX_DEPS]:
-                if dep in kept or (key == "soft_depends_on" and dep in n["depends_on"]):
-                    continue
-                if dep == n["id"]:
-                    plan.problems.append(f"node {n['id']}: dependency on itself dropped")
-                elif dep not in ids:
-                    plan.problems.append(f"node {n['id']}: dependency on unknown id {dep!r} dropped")
-                else:
-                    kept.append(dep)
-            if len(n[key]) > MAX_DEPS:
-                plan.problems.append(f"node {n['id']}: only the first {MAX_DEPS} {key} kept")
-            n[key] = kept
-    cyclic = _on_cycles(nodes)
-    if not cyclic:
-        return
-    graph = _Graph()
-    forward: list[tuple[dict[str, Any], str, str]] = []
-    for n in nodes:
-        for key in ("depends_on", "soft_depends_on"):
-            for dep in list(n[key]):
-                if n["id"] in cyclic and dep in cyclic and position[dep] > position[n["id"]]:
-                    n[key].remove(dep)
-                    forward.append((n, key, dep))
-                else:
-                    graph.add(n["id"], dep)
-    for n, key, dep in forward:
-        if graph.add(n["id"], dep):
-            n[key].append(dep)
-        else:
-            plan.problems.append(f"node {n['id']}: dependency on {dep} would make a cycle; dropped")
-
-
-def _on_cycles(nodes: list[dict[str, Any]]) -> set[str]:
-    """Ids that Kahn's algorithm cannot order (on a cycle, or depending on one)."""
-    indegree = {n["id"]: len(n["depends_on"]) + len(n["soft_depends_on"]) for n in nodes}
-    dependents: dict[str, list[str]] = {}
-    for n in nodes:
-        for dep in n["depends_on"] + n["soft_depends_on"]:
-            dependents.setdefault(dep, []).append(n["id"])
-    ready = [i for i, d in indegree.items() if d == 0]
-    while ready:
-        cur = ready.pop()
-        for nxt in dependents.get(cur, ()):
-            indegree[nxt] -= 1
-            if indegree[nxt] == 0:
-                ready.append(nxt)
-    return {i for i, d in indegree.items() if d > 0}
-
-
-def _enforce_order(nodes: list[dict[str, Any]], skeleton: Skeleton, plan: ValidatedPlan) -> None:
-    graph = _Graph()
-    for n in nodes:
-        for dep in n["depends_on"] + n["soft_depends_on"]:
-            graph.add(n["id"], dep)
-    for c in skeleton.constraints:
-        if not c.order_stage:
-            continue
-        before = [m["id"] for m in nodes if m["stage"] in c.order_after]
-        for n in (m for m in nodes if m["stage"] == c.order_stage):
-            for dep in before:
-                if dep in n["depends_on"]:
-                    continue
-                if graph.add(n["id"], dep):
-                    n["depends_on"].append(dep)
-                    if dep in n["soft_depends_on"]:
-                        n["soft_depends_on"].remove(dep)
-                    plan.problems.append(f"node {n['id']}: now waits for {dep} (constraint {c.name})")
-                else:
-                    plan.problems.append(
-                        f"node {n['id']}: constraint {c.name} cannot order it after {dep} (cycle)"
-                    )
-
-
 def _clamp(
     nodes: list[dict[str, Any]], skeleton: Skeleton, limit: int, plan: ValidatedPlan
 ) -> list[dict[str, Any]]:
@@ -384,9 +248,9 @@ def validate_plan(
         )
         plan.problems.append(f"required stage {stage.name} was missing and not waived; restored as {node_id}")
     nodes = _clamp(nodes, skeleton, limit, plan)
-    _wire_defaults(nodes, skeleton, only=restored_ids)
-    _check_deps(nodes, plan)
-    _enforce_order(nodes, skeleton, plan)
+    wire_defaults(nodes, skeleton, only=restored_ids)
+    check_deps(nodes, plan.problems)
+    enforce_order(nodes, skeleton, plan.problems)
     order = {s.name: i for i, s in enumerate(skeleton.stages)}
     plan.nodes = _stable_stage_merge(nodes, restored_ids, order)
     return plan

@@ -8,7 +8,7 @@ from ._layered import VaultSet
 from ._model import Diagnostic, Heading, Hit, Link, Note
 from ._parse import parse_note
 from ._scan import is_conflict_copy
-from ._vault import Vault
+from ._vault import Vault, normalize_note_path
 
 __all__ = [
     "Diagnostic",
@@ -23,5 +23,6 @@ __all__ = [
     "VaultIndex",
     "VaultSet",
     "is_conflict_copy",
+    "normalize_note_path",
     "parse_note",
 ]

@@ -1,88 +1,24 @@
-"""Ranked search over one vault's index: BM25 over passages and names, filters, and snippets centred
-on the match under the heading they fall in."""
+"""Ranked search over one vault's index: BM25 over passages and names, grouped by note, with a bonus for
+query words in the note's name. The filters are in ``_filters``, the snippets in ``_snippets``."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-from ..text import ParsedQuery, parse_query, stem
+from ..text import ParsedQuery, parse_query
+from ._filters import SearchFilters
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
+from ._snippets import SNIPPET_CHARS, clean, densest_window, make_snippet
 
 __all__ = ["SearchFilters", "search_index"]
 
-SNIPPET_CHARS = 240
 _WORDS = re.compile(r"\w+", re.U)
 _RELAX_BELOW = 10  # relax a strict AND query when it finds fewer notes than this (or than the limit)
 _MAX_CANDIDATES = 60
-
-
-@dataclass
-class SearchFilters:
-    path: str | None = None  # folder or path prefix, vault-relative
-    type: str | None = None  # frontmatter `type`, case-insensitive
-    tags: Sequence[str] | None = None  # every tag must be present; `a` also matches `a/b`
-    where: dict[str, Any] | None = None  # frontmatter field -> value (or list of accepted values)
-    modified_after: float | None = None  # epoch seconds
-    modified_before: float | None = None
-    exclude: Sequence[str] = ()  # path prefixes to leave out
-
-    def sql(self) -> tuple[str, list[Any]]:
-        clauses: list[str] = ["f.is_note = 1"]
-        params: list[Any] = []
-        if self.path:
-            prefix = self.path.strip("/")
-            if prefix.lower().endswith(".md"):
-                clauses.append("f.path = ?")
-                params.append(prefix)
-            else:
-                clauses.append("(f.path LIKE ? ESCAPE '\\' )")
-                params.append(_like_prefix(prefix + "/"))
-        for prefix in self.exclude:
-            clauses.append("f.path NOT LIKE ? ESCAPE '\\'")
-            params.append(_like_prefix(prefix.strip("/") + "/"))
-        if self.type:
-            clauses.append("lower(f.type) = lower(?)")
-            params.append(self.type)
-        for tag in self.tags or ():
-            tag = tag.lstrip("#").lower()
-            clauses.append(
-                "EXISTS (SELECT 1 FROM note_tags t WHERE t.file_id = f.id AND "
-                "(t.tag = ? OR t.tag LIKE ? ESCAPE '\\'))"
-            )
-            params += [tag, _like_prefix(tag + "/")]
-        for key, value in (self.where or {}).items():
-            json_path = '$."' + str(key).replace('"', '\\"') + '"'
-            values = value if isinstance(value, (list, tuple, set)) else [value]
-            alternatives = []
-            for v in values:
-                alternatives.append(
-                    "(json_extract(f.frontmatter, ?) = ? OR EXISTS "
-                    "(SELECT 1 FROM json_each(f.frontmatter, ?) j WHERE j.value = ?))"
-                )
-                sql_value = (
-                    v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else json.dumps(v)
-                )
-                if isinstance(v, bool):
-                    sql_value = int(v)
-                params += [json_path, sql_value, json_path, sql_value]
-            clauses.append("(" + " OR ".join(alternatives) + ")")
-        if self.modified_after is not None:
-            clauses.append("f.mtime_ns >= ?")
-            params.append(int(self.modified_after * 1e9))
-        if self.modified_before is not None:
-            clauses.append("f.mtime_ns <= ?")
-            params.append(int(self.modified_before * 1e9))
-        return " AND ".join(clauses), params
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 @dataclass
@@ -323,65 +259,11 @@ def _to_hit(
     else:  # matched on its name only: show the best of its first passages
         lo = c.fid << CHUNK_BITS
         rows = [passages[r] for r in range(lo, lo + 8) if r in passages]
-        heading, body = max(rows, key=lambda r: _window(r[1], words)[0]) if rows else (None, "")
+        heading, body = max(rows, key=lambda r: densest_window(r[1], words)[0]) if rows else (None, "")
     snippet, _ = make_snippet(body, words)
     return Hit(
         vault_id, c.path, c.title, round(c.score, 4), snippet, heading, c.type, c.tags, c.mtime_ns / 1e9
     )
-
-
-@lru_cache(maxsize=512)
-def _match_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I | re.U)
-
-
-def _window(body: str, words: list[str], width: int = SNIPPET_CHARS) -> tuple[float, int | None]:
-    """(distinct query words, start offset) of the densest ``width``-wide window of ``body``."""
-    stems = tuple(sorted({stem(w) for w in words if w}, key=len, reverse=True))
-    if not body or not stems:
-        return 0.0, None
-    # Which query word a match stands for is the alternative that matched: the text is never stemmed.
-    pattern = _match_pattern(stems)
-    found = [(m.start(), m.group(1).lower()) for _, m in zip(range(2000), pattern.finditer(body))]
-    if not found:
-        return 0.0, None
-    best_start, best_score = found[0][0], -1.0
-    j = 0
-    for i, (start, _) in enumerate(found):
-        while found[j][0] < start - width // 2:
-            j += 1
-        score = len({s for _, s in found[j : i + 1]}) + 0.01 * (i - j)
-        if score > best_score:
-            best_score, best_start = score, found[j][0]
-    return best_score, best_start
-
-
-def make_snippet(body: str, words: list[str], width: int = SNIPPET_CHARS) -> tuple[str, int | None]:
-    """The window of ``body`` holding the most distinct query words, and its start offset."""
-    if not body:
-        return "", None
-    _, best = _window(body, words, width)
-    if best is None:
-        return _clean(body[:width]) + ("…" if len(body) > width else ""), None
-    start = _word_boundary(body, max(0, best - width // 4))
-    text = body[start : start + width]
-    prefix = "…" if start > 0 else ""
-    suffix = "…" if start + width < len(body) else ""
-    return prefix + _clean(text) + suffix, best
-
-
-def _word_boundary(body: str, start: int) -> int:
-    if start <= 0:
-        return 0
-    newline = body.rfind("\n", max(0, start - 60), start)
-    if newline != -1:
-        return newline + 1
-    space = body.find(" ", start)
-    return space + 1 if 0 <= space < start + 30 else start
-
-
-def _clean(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def _list_only(index: VaultIndex, vault_id: str, limit: int, where: str, params: list[Any]) -> list[Hit]:
@@ -395,7 +277,7 @@ def _list_only(index: VaultIndex, vault_id: str, limit: int, where: str, params:
         body_rows = index.query(
             "SELECT substr(body, 1, ?) FROM fts WHERE rowid = ?", (SNIPPET_CHARS, fid << CHUNK_BITS)
         )
-        snippet = _clean(body_rows[0][0]) if body_rows and body_rows[0][0] else ""
+        snippet = clean(body_rows[0][0]) if body_rows and body_rows[0][0] else ""
         hits.append(
             Hit(
                 vault_id,

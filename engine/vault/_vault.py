@@ -239,9 +239,6 @@ class Vault:
             out.append(p)
         return out
 
-    def list_attachments(self) -> list[str]:
-        return [r[0] for r in self._ready().query("SELECT path FROM files WHERE is_note = 0 ORDER BY path")]
-
     def get_frontmatter(self, path: str) -> dict[str, Any]:
         return self.read_note(path).frontmatter
 

@@ -1,24 +1,24 @@
-"""Tier C of the retrieval recovery ladder: a high-impact leaf whose retrieval stayed weak asks a person.
-
-A mixin of ``Orchestrator``. ``_retrieve_gated`` is what a leaf retrieves with: the retriever's own ladder
-(regenerate the script, then a broadened direct search) runs first; if the result is still weak and the
-node is high-impact, a checkpoint opens and the policy, a decider or a person's earlier decision says
-what happens. A resumed node finds its checkpoint, and the retrieval judged there, in the history: the
-retrieval is not paid for twice.
+"""What a leaf retrieves with: the retriever's own recovery ladder (regenerate the script, then a broadened
+direct search), then tier C: if the result is still weak and the node is high-impact, a checkpoint opens
+and the policy, a decider or a person's earlier decision says what happens. A resumed node finds its
+checkpoint, and the retrieval judged there, in the history: the retrieval is not paid for twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..config import RunConfig
+from ..codemode import Sandbox
+from ..config import HISTORY_FOLDER
 from ..errors import ShadError
-from ..retrieval._codemode import RecoveryPolicy
-from ..retrieval._direct import (
+from ..events import CheckpointDecided, CheckpointOpened, RetrievalMode
+from ..llm import LLMRequest, LLMResponse
+from ..retrieval import (
+    CodeModeRetriever,
     ContextItem,
     DirectSearchRetriever,
+    RecoveryPolicy,
     RetrievalResult,
     Retriever,
     citation_link,
@@ -26,15 +26,14 @@ from ..retrieval._direct import (
     retrieval_score,
     section,
 )
-from ..vault import VaultSet
 from . import checkpoints as cp
-from ._run import Run
+from ._context import RunContext
+from ._model_calls import ModelCalls
 from .checkpoints import Checkpoint, Decision
 from .dag import Node
 
-__all__ = ["CheckpointSteps", "Decider", "NeedsHuman", "SkippedByHuman"]
+__all__ = ["LeafRetrieval", "NeedsHuman", "SkippedByHuman"]
 
-Decider = Callable[[Checkpoint], Awaitable[Decision | None]]
 EDIT_NOTE_CHARS = 4000  # a note a person named is given more room than a search hit
 
 
@@ -50,22 +49,51 @@ class SkippedByHuman(ShadError):
     """The checkpoint's decision was skip or stop: the node is pruned."""
 
 
-class CheckpointSteps:
-    config: RunConfig
-    run: Run
-    vaults: VaultSet
-    retriever: Retriever
-    local: asyncio.Semaphore
-    fresh: set[str]
-    stop_reason: str | None
-    decider: Decider | None
-    skipped_by_human: set[str]
-    event: Callable[..., None]
+class LeafRetrieval:
+    """Retrieval for the leaves of one run, gated by human checkpoints."""
 
-    async def _retrieve_gated(self, node: Node) -> RetrievalResult:
-        history = self.run.history
+    def __init__(self, ctx: RunContext, calls: ModelCalls, retriever: Retriever | None = None) -> None:
+        self.ctx = ctx
+        self.calls = calls
+        self._given = retriever is not None
+        self.retriever: Retriever = retriever or DirectSearchRetriever(
+            ctx.vaults, include_history=ctx.config.include_history
+        )
+        self.sandbox: Sandbox | None = None
+        self._ask_lock = asyncio.Lock()  # one question to a person at a time, whatever runs in parallel
+
+    def open(self) -> None:
+        """Code Mode (model-written scripts in the sandbox) unless turned off or impossible here; called
+        once the vaults are open."""
+        ctx = self.ctx
+        if self._given:
+            return
+        if not ctx.config.code_mode:
+            ctx.emit(RetrievalMode(mode="direct", reason="--no-code-mode"))
+            return
+        try:
+            exclude = () if ctx.config.include_history else (HISTORY_FOLDER,)
+            self.sandbox = Sandbox(ctx.vaults, profile=ctx.config.profile, exclude=exclude)
+        except ShadError as exc:
+            ctx.emit(RetrievalMode(mode="direct", reason=f"sandbox unavailable: {exc.message}"))
+            return
+        ctx.emit(RetrievalMode(mode="codemode", isolation=self.sandbox.isolation))
+        self.retriever = CodeModeRetriever(
+            ctx.vaults, self.sandbox, self._ask, ctx.record, include_history=ctx.config.include_history
+        )
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    async def _ask(self, node_id: str, request: LLMRequest) -> LLMResponse:
+        return await self.calls.call(self.ctx.run.dag.node(node_id), request)
+
+    async def retrieve(self, node: Node) -> RetrievalResult:
+        ctx = self.ctx
+        history = ctx.history
         found = cp.load(history, node.id)
-        if found is not None and node.id in self.fresh:  # replayed on purpose: judge a new retrieval
+        if found is not None and node.id in ctx.state.fresh:  # replayed on purpose: judge a new retrieval
             history.write_json(
                 f"{cp.FOLDER}/replaced/{node.id}.json", history.read_json(f"{cp.FOLDER}/{node.id}.json")
             )
@@ -75,8 +103,8 @@ class CheckpointSteps:
         if found is not None and saved is not None:
             checkpoint, result = found[0], RetrievalResult.from_dict(saved)
         else:
-            async with self.local:
-                result = await self.retriever.retrieve(node.task, self.config.goal, node.id)
+            async with ctx.local:
+                result = await self.retriever.retrieve(node.task, ctx.config.goal, node.id)
             opened = self._open_checkpoint(node, result)
             if opened is None:
                 return result
@@ -87,21 +115,22 @@ class CheckpointSteps:
         if checkpoint.decision is None:
             checkpoint.decision = decision
             cp.save(history, checkpoint)
-            self.event(
-                "CHECKPOINT_DECIDED", node=node.id, action=decision.action, by=decision.by, text=decision.text
+            ctx.emit(
+                CheckpointDecided(node=node.id, action=decision.action, by=decision.by, text=decision.text)
             )
         return await self._apply(node, checkpoint, result)
 
     def _open_checkpoint(self, node: Node, result: RetrievalResult) -> Checkpoint | None:
-        if self.config.checkpoints == "off":
+        ctx = self.ctx
+        if ctx.config.checkpoints == "off":
             return None
         problem = RecoveryPolicy().weak(result)
-        impact = cp.high_impact(node, self.run.dag) if problem else None
+        impact = cp.high_impact(node, ctx.run.dag) if problem else None
         if problem is None or impact is None:
             return None
         signals = {k: v for k, v in result.signals.items() if k != "script_signals"}
         checkpoint = Checkpoint(
-            self.run.id,
+            ctx.run_id,
             node.id,
             "retrieval",
             node.task,
@@ -111,56 +140,51 @@ class CheckpointSteps:
             cp.preview([c.to_dict() for c in result.context]),
             list(result.queries),
         )
-        cp.save(self.run.history, checkpoint, result.to_dict())
-        self.event("CHECKPOINT_OPENED", node=node.id, reason=checkpoint.reason, impact=impact)
+        cp.save(ctx.history, checkpoint, result.to_dict())
+        ctx.emit(CheckpointOpened(node=node.id, reason=checkpoint.reason, impact=impact))
         return checkpoint
 
     async def _decision_for(self, checkpoint: Checkpoint) -> Decision | None:
         """The policy's decision, the decider's, or None (the node waits)."""
-        others = [c for c in cp.load_all(self.run.history) if c.node_id != checkpoint.node_id]
+        others = [c for c in cp.load_all(self.ctx.history) if c.node_id != checkpoint.node_id]
         asked = sum(1 for c in others if c.decision is None or c.decision.by != "cap")
         if asked >= cp.MAX_PER_RUN:  # later ones are approved and listed for review at the end
             return Decision("approve", f"over the cap of {cp.MAX_PER_RUN} checkpoints per run", by="cap")
-        policy = self.config.checkpoints
+        policy, decider = self.ctx.config.checkpoints, self.ctx.decider
         if policy in ("approve", "skip"):
             return Decision(policy, by="policy")
-        if policy == "ask" and self.decider is not None:
-            async with self._decider_lock():
-                return await self.decider(checkpoint)
+        if policy == "ask" and decider is not None:
+            async with self._ask_lock:
+                return await decider(checkpoint)
         return None
 
-    def _decider_lock(self) -> asyncio.Lock:
-        lock: asyncio.Lock | None = getattr(self, "_ask_lock", None)
-        if lock is None:  # one question at a time, whatever runs in parallel
-            lock = self._ask_lock = asyncio.Lock()
-        return lock
-
     async def _apply(self, node: Node, checkpoint: Checkpoint, result: RetrievalResult) -> RetrievalResult:
-        decision = checkpoint.decision
+        ctx, decision = self.ctx, checkpoint.decision
         assert decision is not None
-        who = {"human": "a person", "policy": f"the {self.config.checkpoints} policy", "cap": "the cap"}
+        who = {"human": "a person", "policy": f"the {ctx.config.checkpoints} policy", "cap": "the cap"}
         node.note = f"checkpoint: {decision.action} by {who.get(decision.by, decision.by)}"
         if decision.action == "approve":
             return result
         if decision.action == "skip":
-            self.skipped_by_human.add(node.id)
+            ctx.state.skipped_by_human.add(node.id)
             raise SkippedByHuman(f"skipped at its checkpoint by {who.get(decision.by, decision.by)}")
         if decision.action == "stop":
             # The stop ends this session only: a resume asks again rather than stopping again.
             checkpoint.decision = None
-            cp.save(self.run.history, checkpoint)
-            self.stop_reason = f"stopped at the checkpoint of node {node.id} by a person"
-            raise SkippedByHuman(self.stop_reason)
+            cp.save(ctx.history, checkpoint)
+            ctx.state.stop_reason = f"stopped at the checkpoint of node {node.id} by a person"
+            raise SkippedByHuman(ctx.state.stop_reason)
         if decision.action == "edit":
             return await asyncio.to_thread(self._edited, node, decision.text)
         return await self._hinted(node, decision.text, result)
 
     def _edited(self, node: Node, text: str) -> RetrievalResult:
         """The notes a person named become the node's whole context."""
-        multi = len(self.vaults) > 1
+        vaults = self.ctx.vaults
+        multi = len(vaults) > 1
         items = []
-        for ref in cp.check_edit(text, self.vaults):
-            note = self.vaults.get(ref.vault).read_note(ref.path)
+        for ref in cp.check_edit(text, vaults):
+            note = vaults.get(ref.vault).read_note(ref.path)
             body = section(note, ref.heading, "") if ref.heading else note.body[:EDIT_NOTE_CHARS].strip()
             items.append(
                 ContextItem(
@@ -177,13 +201,14 @@ class CheckpointSteps:
 
     async def _hinted(self, node: Node, hint: str, before: RetrievalResult) -> RetrievalResult:
         """One more retrieval round with the person's hint; what it finds comes first, then the rest."""
+        ctx = self.ctx
         retrieve_with_hint: Any = getattr(self.retriever, "hint", None)
-        async with self.local:
+        async with ctx.local:
             if retrieve_with_hint is not None:
-                found: RetrievalResult = await retrieve_with_hint(node.task, self.config.goal, node.id, hint)
+                found: RetrievalResult = await retrieve_with_hint(node.task, ctx.config.goal, node.id, hint)
             else:
-                direct = DirectSearchRetriever(self.vaults, include_history=self.config.include_history)
-                found = await direct.hint(node.task, self.config.goal, node.id, hint)
+                direct = DirectSearchRetriever(ctx.vaults, include_history=ctx.config.include_history)
+                found = await direct.hint(node.task, ctx.config.goal, node.id, hint)
         merged = merge_context(found.context, before.context)
         score, signals = retrieval_score(node.task, merged)
         why = f"a person's hint ({hint[:80]!r}) found {len(found.context)} section(s)"

@@ -1,0 +1,214 @@
+"""``RunContext``: everything one run works with, built before it starts.
+
+``open_context`` chooses the provider, opens the store and the ledger, makes (or reopens) the history
+folder and the ``Run``, and announces the run; the orchestrator and each of its collaborators then take
+the context. Every attribute exists from construction: the vaults are opened (indexes refreshed) as the
+run's first step, but the ``VaultSet`` object is there from the start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import RunConfig
+from ..events import Event, NodePruned, RunStarted, to_record
+from ..llm import Provider, Recorder, default_provider_name
+from ..llm import get as get_provider
+from ..store import Store, open_store
+from ..store.history import History, find_run, new_run_id
+from ..vault import VaultSet
+from ._run import Run, RunStatus
+from .budget import Envelope, Ledger
+from .cache import NodeCache
+from .checkpoints import Decider
+from .dag import Node, NodeStatus
+from .scheduler import AdaptiveLimiter
+
+__all__ = ["DAG_SAVE_INTERVAL", "EventSink", "RunContext", "RunState", "failure", "open_context"]
+
+EventSink = Callable[[dict[str, Any]], None]
+DAG_SAVE_INTERVAL = 0.25  # seconds between dag.json checkpoints
+
+
+@dataclass
+class RunState:
+    """What the collaborators of one run share and change as it goes."""
+
+    stop_reason: str | None = None  # set once a budget, the clock or a person stops new work
+    envelopes: dict[str, Envelope] = field(default_factory=dict)  # each node's share of the budget
+    phase: dict[str, str] = field(default_factory=dict)  # node -> what it is doing (for failures)
+    fresh: set[str] = field(default_factory=set)  # nodes that must not be answered from the cache
+    previous_ok: set[str] = field(default_factory=set)  # nodes a resumed run had finished before
+    skipped_by_human: set[str] = field(default_factory=set)
+    spent_before: int = 0  # tokens earlier sessions of this run spent (resume)
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    reexecuted: int = 0
+    stale_nodes: int = 0
+
+
+@dataclass
+class RunContext:
+    """One run's configuration, state and the services it uses."""
+
+    config: RunConfig
+    run: Run
+    provider: Recorder  # every model call goes through it and is recorded for replay
+    store: Store
+    ledger: Ledger
+    vaults: VaultSet
+    cache: NodeCache
+    on_event: EventSink | None = None
+    decider: Decider | None = None  # answers checkpoints under the "ask" policy (a prompt, a widget)
+    replay: str | None = None  # resume: which nodes to run again regardless (NODE | subtree:NODE | stale)
+    resumed: Run | None = None  # the stopped run this one continues
+    owns_store: bool = True  # opened here, so closed here
+    llm: AdaptiveLimiter = field(default_factory=lambda: AdaptiveLimiter(2))
+    local: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
+    state: RunState = field(default_factory=RunState)
+    started: float = field(default_factory=time.monotonic)
+    _dag_saved: float = -DAG_SAVE_INTERVAL
+
+    @property
+    def run_id(self) -> str:
+        return self.run.id
+
+    @property
+    def history(self) -> History:
+        return self.run.history
+
+    def emit(self, event: Event) -> None:
+        """Record an event in the run, append it to ``events.jsonl`` and hand it to ``on_event``."""
+        record = to_record(event, self.run.id)
+        self.run.events.append(record)
+        self.run.history.append("events.jsonl", record)
+        if self.on_event is not None:
+            self.on_event(record)
+
+    def save_dag(self, force: bool = False) -> None:
+        """dag.json after changes (at most every quarter second), so a killed run resumes from where it
+        was; a node that finished in between is answered by the cache on resume, not paid twice."""
+        now = time.monotonic()
+        if force or now - self._dag_saved >= DAG_SAVE_INTERVAL:
+            self.run.history.write_json("dag.json", self.run.dag.to_json())
+            self._dag_saved = now
+
+    def prune(self, node: Node, reason: str) -> None:
+        node.status, node.note, node.finished_at = NodeStatus.PRUNED, reason, time.time()
+        self.emit(NodePruned(node=node.id, reason=reason))
+
+    def prune_unstarted(self, reason: str) -> None:
+        for node in self.run.dag:
+            if not node.status.finished:
+                self.prune(node, reason)
+
+    def record(self, rel: str, data: Any) -> None:
+        """Keep an artifact (a retrieval script, its output) in the run's history."""
+        if isinstance(data, str):
+            self.run.history.write_text(rel, data)
+        else:
+            self.run.history.write_json(rel, data)
+
+    async def close(self) -> None:
+        await self.provider.aclose()
+        if self.owns_store:
+            self.store.close()
+
+
+async def open_context(
+    config: RunConfig,
+    *,
+    provider: Provider | None = None,
+    store: Store | None = None,
+    ledger: Ledger | None = None,
+    on_event: EventSink | None = None,
+    decider: Decider | None = None,
+    run_id: str | None = None,
+    resume: Run | None = None,
+    replay: str | None = None,
+) -> RunContext:
+    """Everything a run needs, ready: a new run's history folder, or the stopped run's when resuming."""
+    # The provider first: an unknown one must fail before a run folder exists.
+    chosen = provider or _make_provider(config)
+    owns_store = store is None
+    if store is None:
+        url = config.store_url or os.environ.get("SHAD_STORE") or None
+        store = await asyncio.to_thread(open_store, url)
+    if resume is None:
+        run_id = run_id or new_run_id()
+        history = History.create(run_id, config.vaults[0], config.history_dir)
+    else:
+        history, run_id = resume.history, resume.id
+    recorder = Recorder(chosen)
+    run = Run(run_id, config, history, provider_name=recorder.name)
+    run.status = RunStatus.RUNNING
+    history.write_json("run.manifest.json", run.manifest())
+    vaults = VaultSet(list(config.vaults), include_history=config.include_history)
+    cache = NodeCache(
+        store,
+        vaults,
+        run_id=run_id,
+        enabled=config.use_cache and config.provider != "replay",
+        refresh=config.refresh_cache,
+        vault_ttls=config.cache_ttls,
+    )
+    ctx = RunContext(
+        config,
+        run,
+        recorder,
+        store,
+        ledger if ledger is not None else store,
+        vaults,
+        cache,
+        on_event=on_event,
+        decider=decider,
+        replay=replay,
+        resumed=resume,
+        owns_store=owns_store,
+        llm=AdaptiveLimiter(
+            min(config.max_llm, config.max_parallel), adaptive=config.concurrency_mode == "adaptive"
+        ),
+        local=asyncio.Semaphore(config.max_parallel),
+    )
+    await asyncio.to_thread(_open_ledger, ctx)
+    if resume is None:
+        ctx.emit(RunStarted(goal=config.goal, provider=recorder.name, budgets=config.budgets.__dict__))
+    return ctx
+
+
+def _make_provider(config: RunConfig) -> Provider:
+    name = config.provider or default_provider_name()
+    if name == "replay" and config.replay_from:
+        return get_provider(name, path=str(find_run(config.replay_from).dir))
+    return get_provider(name)
+
+
+def _open_ledger(ctx: RunContext) -> None:
+    """A shared ledger remembers what earlier sessions of the run spent; a fresh in-process one is
+    told from the stopped run's summary."""
+    resume, run_id = ctx.resumed, ctx.run_id
+    total = ctx.config.budgets.max_tokens
+    summarized = int(resume.summary.get("metrics", {}).get("total_tokens", 0)) if resume else 0
+    ctx.state.spent_before = max(0, summarized - ctx.ledger.spent(run_id)) if resume else 0
+    ctx.ledger.open(run_id, total - ctx.state.spent_before)
+    if resume is not None and (resume.history.dir / "replay" / "manifest.json").exists():
+        calls = resume.history.read_json("replay/manifest.json").get("calls", [])
+        ctx.provider.adopt(calls, origin="earlier session")
+
+
+def failure(node_id: str, phase: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
+    """A failure as the run's history and summary keep it."""
+    return {
+        "node_id": node_id,
+        "phase": phase,
+        "error_class": type(exc).__name__,
+        "message": getattr(exc, "message", None) or str(exc),
+        "trace": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=4))[-2000:],
+        **extra,
+    }
