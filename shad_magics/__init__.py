@@ -39,7 +39,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext shad_magics``: register the magics; traitlets config (``c.ShadMagics.*``) applies."""
     from . import _launch
 
-    magics = ShadMagics(shell=ipython)  # type: ignore[no-untyped-call]
+    magics = ShadMagics(shell=ipython)  # type: ignore[no-untyped-call, unused-ignore]
     ipython.register_magics(magics)
     _launch.session = magics
 

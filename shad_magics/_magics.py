@@ -94,7 +94,7 @@ class ShadMagics(Magics):
 
     # --- the magic -------------------------------------------------------------------------------------
 
-    @line_cell_magic  # type: ignore[untyped-decorator]
+    @line_cell_magic  # type: ignore[untyped-decorator, unused-ignore]
     def shad(self, line: str, cell: str | None = None) -> Any:
         """``%%shad run [options]`` + a goal, or ``%shad SUBCOMMAND ...``; ``%%shad run --help`` lists
         the run options."""

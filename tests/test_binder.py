@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -50,15 +51,37 @@ def run(cmd: list[str], binder: Binder, cwd: Path | None = None, timeout: float 
     return result.stdout
 
 
+def reuse_installed_packages(venv: Path) -> None:
+    """Create ``venv`` so that it sees what is installed where pytest runs instead of downloading it again
+    (``binder/requirements.txt`` is installed with ``--no-deps``), whether pytest runs in the machine's
+    Python or inside a virtualenv.
+
+    ``--system-site-packages`` alone is not enough: ``venv`` always builds on the base interpreter, so the
+    new environment sees the base's site-packages, never those of the virtualenv pytest may run in. A
+    ``.pth`` file adds this interpreter's site-packages after the new environment's own, in the order this
+    interpreter uses them (plain path lines: the ``.pth`` hooks in those folders, such as this
+    environment's own editable install of Shad, are not run there)."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300
+    )
+    here = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    folders = [path for path in here if path in sys.path and Path(path).is_dir()]
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    (Path(purelib) / "_pytest_site_packages.pth").write_text("".join(f"{path}\n" for path in folders))
+
+
 @pytest.fixture(scope="module")
 def binder(tmp_path_factory: pytest.TempPathFactory) -> Binder:
     root = tmp_path_factory.mktemp("binder")
     repo, venv, home = copy_repo(root / "repo"), root / "venv", root / "home"
     home.mkdir()
-    # --system-site-packages reuses what is installed here instead of downloading it again.
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300
-    )
+    reuse_installed_packages(venv)
     keep = {
         k: v
         for k, v in os.environ.items()

@@ -9,7 +9,6 @@ import traceback
 from collections.abc import Sequence
 
 import click
-from click.utils import make_default_short_help
 
 from .._version import __version__
 from ..errors import ShadError
@@ -83,7 +82,10 @@ class _LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(map(len, names))  # what click's own listing allows
-        rows = [(name, make_default_short_help(COMMANDS[name][2], limit)) for name in names]
+        # click's own shortening of a command's help (a Command made just for its text: no import)
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)) for name in names
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -6,18 +6,14 @@ code or ``%% comments %%``; ``\\|`` inside a table cell separates a link's targe
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import itertools
-import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
-
+from ._frontmatter import split_frontmatter
 from ._model import Diagnostic, Heading, Link, Note
 
 __all__ = [
@@ -35,66 +31,11 @@ __all__ = [
 HUGE_BYTES = 1_000_000
 INDEXED_BODY_CHARS = 1_000_000
 MAX_PARSE_CHARS = 8_000_000
-MAX_FRONTMATTER_NODES = 20_000
-MAX_FRONTMATTER_DEPTH = 64  # nesting deeper than this (or a recursive YAML alias) is refused
 CHUNK_CHARS = 1_200  # long sections are cut into passages of about this size
 MAX_CHUNKS = 1_000  # passages per note; the rest joins the last one
 _MIN_CHUNK = 40
 RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "part_of")
 
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# Integers longer than this many bits (about 3,900 digits) are kept as text: well inside Python's
-# 4,300-digit limit on int <-> str conversion, beyond which str() and json.dumps() raise.
-MAX_INT_BITS = 13_000
-
-
-class _AsText(str):
-    """A frontmatter scalar that YAML would make a value no index can hold (NaN, infinity, an integer
-    of thousands of digits, a date that does not exist): kept as the text written, with the reason."""
-
-    reason: str
-
-
-def _as_text(node: Any, reason: str) -> _AsText:
-    text = _AsText(node.value)
-    text.reason = reason
-    return text
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """YAML's safe loader, except that a scalar whose value cannot be stored (as JSON, in SQLite) or
-    cannot even be built stays the string it was written as (see ``_AsText``): one bad value in one
-    note must not break indexing the vault."""
-
-
-def _int_or_text(loader: Any, node: Any) -> Any:
-    try:
-        value = yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
-    except ValueError:  # more than 4,300 decimal digits: int() itself refuses
-        return _as_text(node, "an integer too long to store")
-    if value.bit_length() > MAX_INT_BITS:  # 0x..., 0b..., 1:2:3 forms build it; str() would refuse
-        return _as_text(node, "an integer too long to store")
-    return value
-
-
-def _float_or_text(loader: Any, node: Any) -> Any:
-    value = yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
-    # NaN and infinity have no JSON form (json.dumps writes NaN, which SQLite's JSON functions reject).
-    return value if math.isfinite(value) else _as_text(node, "not a finite number")
-
-
-def _timestamp_or_text(loader: Any, node: Any) -> Any:
-    try:
-        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
-    except (ValueError, OverflowError):  # 2024-13-45: shaped like a date, but no such day
-        return _as_text(node, "not a valid date")
-
-
-_Loader.add_constructor("tag:yaml.org,2002:int", _int_or_text)
-_Loader.add_constructor("tag:yaml.org,2002:float", _float_or_text)
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
-
-_FRONTMATTER = re.compile(r"\A---[ \t]*\n(|.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
 _INLINE_CODE = re.compile(r"(`+)[^`\n](?:.*?[^`\n])??\1(?!`)")
@@ -105,7 +46,6 @@ _TAG = re.compile(r"(?<![\w/#&\\\[|])#([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.M)
 _BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.M)
 _BLOCK_SUFFIX = re.compile(r"\s+\^[A-Za-z0-9-]+$")
-_TOP_LEVEL_KEY = re.compile(r"^[^\s#-][^:\n]*:", re.M)
 
 
 def parse_note(path: str, raw: bytes, *, mtime: float = 0.0) -> Note:
@@ -233,7 +173,7 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
             )
         )
 
-    frontmatter, body, body_line = _split_frontmatter(text, diagnostics)
+    frontmatter, body, body_line = split_frontmatter(text, diagnostics)
     if not text.strip():
         diagnostics.append(Diagnostic("empty", "note is empty", "info"))
     elif not body.strip() and frontmatter:
@@ -301,143 +241,6 @@ def _decode(raw: bytes, diagnostics: list[Diagnostic]) -> str:
             )
         )
         return raw.decode("utf-8", errors="replace")
-
-
-def _split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], str, int]:
-    """Return (frontmatter, body, line number of the body's first line)."""
-    if not text.startswith("---"):
-        return {}, text, 1
-    match = _FRONTMATTER.match(text)
-    if match is None:
-        if re.match(r"---[ \t]*\n", text):
-            diagnostics.append(
-                Diagnostic(
-                    "unclosed_frontmatter",
-                    "frontmatter starts with '---' but never closes; treated as body",
-                    "warning",
-                )
-            )
-        return {}, text, 1
-    block = match.group(1)
-    body = text[match.end() :]
-    body_line = text.count("\n", 0, match.end()) + 1
-    data = _load_yaml(block, diagnostics)
-    return data, body, body_line
-
-
-def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
-    if not block.strip():
-        return {}
-    try:
-        data = yaml.load(block, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        recovered = _recover_yaml(block, diagnostics)
-        where = getattr(exc, "problem_mark", None)
-        line = f" at frontmatter line {where.line + 1}" if where is not None else ""
-        diagnostics.append(
-            Diagnostic(
-                "invalid_frontmatter",
-                f"invalid YAML frontmatter{line}: "
-                f"{getattr(exc, 'problem', None) or exc}; kept {len(recovered)} field(s) that "
-                "parse on their own",
-                "warning",
-            )
-        )
-        return recovered
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        diagnostics.append(
-            Diagnostic(
-                "frontmatter_not_mapping",
-                f"frontmatter is a {type(data).__name__}, not key: value pairs; ignored",
-                "warning",
-            )
-        )
-        return {}
-    budget = _Budget()
-    try:
-        plain: dict[str, Any] = _plain(data, budget)
-    except _TooBig as exc:
-        diagnostics.append(Diagnostic("frontmatter_too_large", f"frontmatter {exc}; ignored", "error"))
-        return {}
-    _report_as_text(budget.as_text, diagnostics)
-    return plain
-
-
-def _recover_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
-    """Parse each top-level ``key:`` section on its own so one bad line loses one field, not all."""
-    starts = [m.start() for m in _TOP_LEVEL_KEY.finditer(block)] + [len(block)]
-    recovered: dict[str, Any] = {}
-    as_text: list[tuple[str, _AsText]] = []
-    for start, end in itertools.pairwise(starts):
-        try:
-            part = yaml.load(block[start:end], Loader=_Loader)
-            if isinstance(part, dict):
-                budget = _Budget()
-                recovered.update(_plain(part, budget))
-                as_text += budget.as_text
-        except (yaml.YAMLError, _TooBig):
-            continue
-    _report_as_text(as_text, diagnostics)
-    return recovered
-
-
-def _report_as_text(as_text: list[tuple[str, _AsText]], diagnostics: list[Diagnostic]) -> None:
-    """One warning naming each frontmatter value kept as text (see ``_AsText``)."""
-    if not as_text:
-        return
-    shown = [
-        f"{field!r}: {text[:24] + '…' if len(text) > 25 else text} is {text.reason}"
-        for field, text in as_text[:5]
-    ]
-    more = f" (and {len(as_text) - 5} more)" if len(as_text) > 5 else ""
-    diagnostics.append(
-        Diagnostic(
-            "frontmatter_value_as_text",
-            f"frontmatter {'; '.join(shown)}{more}; kept as the text written",
-            "warning",
-        )
-    )
-
-
-class _TooBig(Exception):
-    pass
-
-
-class _Budget:
-    def __init__(self) -> None:
-        self.left = MAX_FRONTMATTER_NODES
-        self.as_text: list[tuple[str, _AsText]] = []  # (top-level field, value) kept as text
-
-    def spend(self, depth: int) -> None:
-        self.left -= 1
-        if self.left < 0:
-            raise _TooBig(f"expands to more than {MAX_FRONTMATTER_NODES:,} values (YAML alias bomb?)")
-        if depth > MAX_FRONTMATTER_DEPTH:
-            raise _TooBig(f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels (recursive YAML alias?)")
-
-
-def _plain(value: Any, budget: _Budget, depth: int = 0, field: str = "") -> Any:
-    """Convert YAML values to JSON-safe ones, counting nodes so shared aliases cannot explode.
-    ``field`` is the top-level key the value sits under (for diagnostics)."""
-    budget.spend(depth)
-    if isinstance(value, dict):
-        return {str(k): _plain(v, budget, depth + 1, field or str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_plain(v, budget, depth + 1, field) for v in value]
-    if type(value) is _AsText:
-        budget.as_text.append((field, value))
-        return str(value)
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if value is None or isinstance(value, (str, int, bool)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)  # the loader already keeps these as text
-    return str(value)
 
 
 def _frontmatter_list(frontmatter: dict[str, Any], *keys: str) -> list[str]:
