@@ -61,6 +61,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "required) and write DIR/results.csv (and results.parquet): status, run id, tokens, citations ...",
     ),
     "checkpoint": ("_checkpoint", "checkpoint_cmd", "Without a decision: list what RUN_ID waits for."),
+    "verify": (
+        "_verify",
+        "verify_cmd",
+        "Check the code in a project folder or a manifest.json.",
+    ),
 }
 
 
