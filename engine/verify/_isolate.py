@@ -160,8 +160,19 @@ def _bwrap(tmp: Path, cwd: Path) -> list[str]:
         "--unshare-user", "--uid", "65534", "--gid", "65534", "--unshare-net", "--unshare-pid",
         "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", *_no_nested_userns(), "--cap-drop", "ALL",
         "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-        "--bind", str(tmp), str(tmp), "--chdir", str(cwd), "--",
+        *_interpreter_under_tmp(), "--bind", str(tmp), str(tmp), "--chdir", str(cwd), "--",
     ]  # fmt: skip
+
+
+def _interpreter_under_tmp() -> list[str]:
+    """Read-only binds for the Python environment when it lives under /tmp (a CI virtualenv, say), which
+    the private /tmp would otherwise hide: the tools could not even start."""
+    roots: list[Path] = []
+    for entry in sorted({sys.prefix, sys.base_prefix, *(p for p in sys.path if p)}, key=len):
+        path = Path(entry).resolve()
+        if path.is_dir() and path.is_relative_to("/tmp") and not any(path.is_relative_to(r) for r in roots):
+            roots.append(path)
+    return [arg for root in roots for arg in ("--ro-bind", str(root), str(root))]
 
 
 def _no_nested_userns() -> list[str]:
