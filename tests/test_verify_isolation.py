@@ -32,6 +32,8 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     else:
         monkeypatch.delenv("SHAD_SANDBOX_ISOLATION", raising=False)
         usable, why = isolation()
+        if not usable and os.environ.get("CI"):  # CI installs bubblewrap: losing it there is a failure
+            pytest.fail(f"bubblewrap isolation is unusable in CI: {why}")
         if not usable:
             pytest.skip(why)
     return str(request.param)
