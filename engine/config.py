@@ -15,6 +15,7 @@ __all__ = [
     "CONCURRENCY_MODES",
     "HISTORY_FOLDER",
     "PROFILES",
+    "TEST_MODES",
     "Budgets",
     "RunConfig",
     "shad_home",
@@ -25,6 +26,10 @@ CONCURRENCY_MODES = ("adaptive", "fixed")
 # What a run does at a checkpoint (engine/checkpoints.py): ask a decider, pause (the node waits, the run
 # ends NEEDS_HUMAN), approve or skip by itself, or open none (--no-checkpoints).
 CHECKPOINT_POLICIES = ("ask", "pause", "approve", "skip", "off")
+# How a software run writes tests (seed §2.11): None is the strategy's default, spec-first stubs after the
+# contracts plus a post-implementation pass ("stubs+post").
+TEST_MODES = ("off", "stubs", "post", "tdd", "co")
+VERIFY_LEVELS = ("off", "basic", "build", "strict")  # engine.verify.LEVELS, kept here so config stays cheap
 TIERS = ("orchestrator", "worker", "leaf", "judge", "embedder")
 # Shad's own run history inside a vault: runs write there, retrieval leaves it out unless asked.
 HISTORY_FOLDER = "Shad/History"
@@ -96,6 +101,14 @@ class RunConfig:
     checkpoints: str = "pause"  # one of CHECKPOINT_POLICIES
     # USD per million (input, output) tokens, by model id: what ``budgets.max_usd`` is enforced with.
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Software runs (issue 13): how the code is checked, how tests are written, where it may be written.
+    verify: str = "basic"  # off | basic | build | strict
+    block_on: tuple[str, ...] = ()  # checks that block on top of the level's (names as engine.verify.CHECKS)
+    warn_only: tuple[str, ...] = ()  # checks that only warn
+    tests: str | None = None  # one of TEST_MODES; None: stubs after the contracts plus a post pass
+    write_files: bool = False  # nothing is written unless this and ``output`` are both given
+    output: str | None = None  # the folder the code is written into, and nothing outside it
+    overwrite: bool = False  # may existing files under ``output`` be replaced?
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():
@@ -157,6 +170,37 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UsageError(f"{name} must be at least 1 (got {value!r})")
+        self._check_software_options()
+
+    def _check_software_options(self) -> None:
+        if self.verify not in VERIFY_LEVELS:
+            raise UsageError(
+                f"unknown verification level {self.verify!r}", hint=f"use one of {', '.join(VERIFY_LEVELS)}"
+            )
+        for name in ("block_on", "warn_only"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = tuple(v.strip() for v in value.split(",") if v.strip())
+            object.__setattr__(self, name, tuple(value))
+        if self.tests is not None and self.tests not in TEST_MODES:
+            raise UsageError(f"unknown test mode {self.tests!r}", hint=f"use one of {', '.join(TEST_MODES)}")
+        if self.write_files and not self.output:
+            raise UsageError(
+                "--write-files needs the folder to write into",
+                hint="add --output DIR (nothing is written elsewhere)",
+            )
+        if self.output and not self.write_files:
+            raise UsageError(
+                f"--output {self.output} is given without --write-files",
+                hint="add --write-files to write the code there (without it a run only keeps the manifest)",
+            )
+        if self.output:
+            out = Path(self.output).expanduser()
+            if out.exists() and not out.is_dir():
+                raise UsageError(
+                    f"--output {out} is a file, not a folder", hint="give a folder to write into"
+                )
+            object.__setattr__(self, "output", str(out.resolve()))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -175,6 +219,8 @@ class RunConfig:
             **{k: v for k, v in values.get("budgets", {}).items() if k in budget_fields}
         )
         values["vaults"] = tuple(values["vaults"])
+        for name in ("block_on", "warn_only"):
+            values[name] = tuple(values.get(name, ()))
         values["prices"] = {k: tuple(v) for k, v in values.get("prices", {}).items()}
         return cls(**values)
 

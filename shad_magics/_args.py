@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from ._errors import ShadUsageError
 from ._result import FORMATS
+from ._software import add_software_arguments, software_options
 
 __all__ = [
     "CHECKPOINT_POLICIES",
@@ -114,6 +115,7 @@ def _run_parser() -> _Parser:
         help="When the run needs a human: auto (pause if a person can click, else fail), fail, approve, "
         "skip or pause (default: the session's).",
     )
+    add_software_arguments(p)
     add("-o", "--output", metavar="NAME", help="Bind the result to NAME in the notebook.")
     add("--background", action="store_true", help="Return a RunHandle at once.")
     add("--vars", default="", metavar="A,B", help="Notebook variables to put into the goal as {A}.")
@@ -195,6 +197,7 @@ def parse_run(line: str) -> RunArgs:
         opts["prices"] = {m: _rates(m, r) for m, r in _pairs(ns.price, "--price", "MODEL=IN:OUT m=3:15")}
     if ns.cache_ttl:
         opts["cache_ttls"] = {v: _ttl(t) for v, t in _pairs(ns.cache_ttl, "--cache-ttl", "VAULT=TTL docs=7d")}
+    opts.update(software_options(ns))
     if ns.replay_from and "provider" not in opts:
         opts["provider"] = "replay"  # as `shad run --from`: replaying is the only use of a recorded run
     args.options = opts
@@ -268,6 +271,7 @@ def _sub_parsers() -> dict[str, _Parser]:
     p = new("export")
     p.add_argument("run_id")
     p.add_argument("dir")
+    p.add_argument("--overwrite", action="store_true", help="Replace existing files of a software run.")
     new("runs").add_argument("--limit", type=int, default=20)
     p = new("search")
     p.add_argument("query", nargs="+")

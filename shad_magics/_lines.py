@@ -114,10 +114,16 @@ def trace(run_id: str, node_id: str | None = None) -> Info:
     return Info("\n".join(lines), node.to_dict())
 
 
-def export(run_id: str, output: str) -> Info:
-    """Copy a run's report, summary, DAG and artifacts to a folder (``shad export``)."""
+def export(run_id: str, output: str, overwrite: bool = False) -> Info:
+    """Copy a run's report, summary, DAG and artifacts to a folder (``shad export``); a software run (one
+    that kept ``artifacts/manifest.json``) writes only its code files there, through the safe writer
+    (nothing outside the folder; existing files kept unless ``overwrite``). ``.data`` is then the
+    writer's report: ``{"output", "written", "skipped", "refused"}``."""
     run = Run.load(run_id)
     target = Path(output).expanduser()
+    manifest = run.history.dir / "artifacts" / "manifest.json"
+    if manifest.is_file():
+        return _export_code(run, manifest, target, overwrite)
     target.mkdir(parents=True, exist_ok=True)
     copied: list[str] = []
     for name in ("final.report.md", "final.summary.json", "dag.json"):
@@ -131,6 +137,21 @@ def export(run_id: str, output: str) -> Info:
         copied.append(str(target / "artifacts"))
     names = ", ".join(Path(c).name for c in copied) or "nothing"
     return Info(f"exported {names} of `{run.id}` to `{target}`", copied)
+
+
+def _export_code(run: Run, manifest: Path, target: Path, overwrite: bool) -> Info:
+    from engine.output import Manifest, write_manifest
+
+    report = write_manifest(Manifest.load(manifest), target, overwrite=overwrite).to_dict()
+    counts = ", ".join(f"{len(report[k])} {k}" for k in ("written", "skipped", "refused"))
+    lines = [f"exported the code of `{run.id}` to `{target}`: {counts}", ""]
+    for fate in ("written", "skipped", "refused"):
+        for row in report[fate]:
+            lines.append(f"- {fate} `{row['path']}` ({_md(row.get('reason', ''))})")
+    if any(row.get("reason") != "unchanged" for row in report["skipped"]):
+        lines.append("\nexisting files were kept: `%shad export RUN_ID DIR --overwrite` replaces them")
+    lines.append(f"\nreport: `{run.history.dir / 'final.report.md'}`")
+    return Info("\n".join(lines), report)
 
 
 def runs(limit: int = 20) -> Any:

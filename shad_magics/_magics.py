@@ -236,7 +236,7 @@ class ShadMagics(Magics):
         return _lines.trace(ns.run_id, ns.node)
 
     def _sub_export(self, ns: Any) -> Any:
-        return _lines.export(ns.run_id, ns.dir)
+        return _lines.export(ns.run_id, ns.dir, ns.overwrite)
 
     def _sub_runs(self, ns: Any) -> Any:
         return _lines.runs(ns.limit)

@@ -31,10 +31,12 @@ class Binder(NamedTuple):
 
 def copy_repo(target: Path) -> Path:
     """The repository without git data, caches, builds or run history."""
-    skip = {".git", ".mypy_cache", ".ruff_cache", ".pytest_cache", "__pycache__", "build", "dist", ".venv"}
+    skip = {".git", ".mypy_cache", ".ruff_cache", ".pytest_cache", "__pycache__", ".venv"}
+    top_only = {"build", "dist"}  # packaging output at the top; engine/build is source
 
     def ignore(folder: str, names: list[str]) -> list[str]:
-        dropped = [n for n in names if n in skip or n.endswith(".egg-info")]
+        at_top = Path(folder) == REPO
+        dropped = [n for n in names if n in skip or (at_top and n in top_only) or n.endswith(".egg-info")]
         if Path(folder) == REPO / "example_notebooks" / "vault":
             dropped.append("Shad")
         return dropped

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli import Result, caller
 
 from engine import Budgets, Run, RunConfig, run
-from engine.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
@@ -44,23 +44,9 @@ def vault(tmp_path: Path, demo_vault: Path) -> Path:
     return target
 
 
-class Result:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
 @pytest.fixture
 def shad(capsys: pytest.CaptureFixture[str]) -> Any:
-    def call(*args: str) -> Result:
-        capsys.readouterr()
-        code = main(list(args))
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return call
+    return caller(capsys)
 
 
 def assert_one_line_error(result: Result, *needles: str) -> None:

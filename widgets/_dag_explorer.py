@@ -32,7 +32,9 @@ class DagExplorer(anywidget.AnyWidget):
     ``on_event`` (it is safe to call from the engine's thread, at any rate: trait updates are batched).
     ``expect(config)`` shows a run's goal and limits before it starts (``%%shad run`` calls it; a
     resumed run needs it for its new limits). Click a node to see its task, retrieval script, context,
-    citations, answer, tokens and timings.
+    citations, answer, tokens and timings; in a software run a node carries a badge with its check status
+    (✓ pass, ✗ fail with the number of findings, – skipped) and its details list its files, checks and
+    repairs.
     """
 
     _esm = _STATIC / "dag_explorer.js"
@@ -47,7 +49,8 @@ class DagExplorer(anywidget.AnyWidget):
     nodes = t.List(
         t.Dict(),
         help="One light dict per node: id, task (preview), stage, depth, parent, status, tokens, "
-        "llm_calls, duration_ms, phase, note, error, items, score.",
+        "llm_calls, duration_ms, phase, note, error, items, score, and code: None, or for a node of a "
+        "software run {check (pass | fail | skip | None), findings, files, repairs, last_repair}.",
     ).tag(sync=True)
     edges = t.List(
         t.Dict(), help="{source, target, kind}: kind is child (parent to subtask), hard or soft (dependency)."

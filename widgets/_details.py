@@ -1,6 +1,7 @@
 """One node's full details for the explorer's side panel: task, retrieval script(s), context excerpt,
-citations, answer, tokens, timings, error. Built only for the node the user opened, so the front end
-never receives every node's context up front."""
+citations, answer, tokens, timings, error, and for a software run the files the node produced, its checks
+and its repairs. Built only for the node the user opened, so the front end never receives every node's
+context up front."""
 
 from __future__ import annotations
 
@@ -11,11 +12,41 @@ from typing import Any
 
 from engine.retrieval.citations import make_citation
 
-__all__ = ["node_details", "read_dag_node"]
+__all__ = ["code_badge", "new_code", "node_details", "read_dag_node"]
 
 EXCERPT_CHARS = 600  # per context item
 MAX_ITEMS = 20
 MAX_TEXT = 20_000  # answer, script: enough to read, bounded so one click cannot ship megabytes
+MAX_FILES = 200  # paths listed per node
+MAX_REPAIRS = 20  # repair attempts kept per node (the count keeps going)
+
+
+def new_code() -> dict[str, Any]:
+    """What a software run's events say about one node's code (``DagState.code``): the files it produced,
+    its last check (``{status, level, findings, checks}``), its repairs and contract change requests."""
+    return {
+        "files": [],
+        "check": None,
+        "repairs": {"count": 0, "last": "", "attempts": []},
+        "contract_changes": [],
+    }
+
+
+def code_badge(code: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The light code fields the graph draws on a node: ``check`` (pass | fail | skip, or None before the
+    node is checked), ``findings``, ``files`` and ``repairs`` (counts), ``last_repair`` (its outcome).
+    None for a node without code."""
+    if code is None:
+        return None
+    check = code.get("check") or {}
+    repairs = code.get("repairs") or {}
+    return {
+        "check": check.get("status"),
+        "findings": int(check.get("findings") or 0),
+        "files": len(code.get("files") or []),
+        "repairs": int(repairs.get("count") or 0),
+        "last_repair": str(repairs.get("last") or ""),
+    }
 
 
 def read_dag_node(history_dir: Path | None, node_id: str) -> dict[str, Any] | None:
@@ -82,7 +113,28 @@ def node_details(
         # The seam for checkpoint widgets: a node waiting for a human says so, with what it waits on.
         "needs_human": status == "NEEDS_HUMAN",
         "checkpoint": checkpoint if isinstance(checkpoint, dict) else None,
+        "code": _code(live.get("code")),
         "source": "history" if saved else "events",
+    }
+
+
+def _code(code: Any) -> dict[str, Any] | None:
+    """A software node's files, check results, repairs and contract change requests (None otherwise)."""
+    if not isinstance(code, dict):
+        return None
+    files = [str(f) for f in code.get("files") or []]
+    check = code.get("check") if isinstance(code.get("check"), dict) else None
+    repairs = _dict(code.get("repairs"))
+    return {
+        "files": files[:MAX_FILES],
+        "files_total": len(files),
+        "check": dict(check, checks=dict(check.get("checks") or {})) if check else None,
+        "repairs": {
+            "count": _int(repairs.get("count")),
+            "last": str(repairs.get("last") or ""),
+            "attempts": [dict(a) for a in repairs.get("attempts") or [] if isinstance(a, dict)],
+        },
+        "contract_changes": [str(c)[:MAX_TEXT] for c in code.get("contract_changes") or []],
     }
 
 

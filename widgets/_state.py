@@ -1,12 +1,13 @@
 """The explorer's model, without any widget: engine events (or a finished ``Run``) folded into the small
 state the front end draws — nodes, edges, the budget strip and the run's status.
 
-Only light fields live here (a node's task, status, tokens, timings); the heavy ones (context, script,
-answer) are read on demand by ``_details`` when the user opens a node.
+Only light fields live here (a node's task, status, tokens, timings, and for a software run its check
+status); the heavy ones (context, script, answer, file lists) go to ``_details`` when the user opens a node.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from engine import Run
 from engine.events import EventKind, kind_of
 
+from ._details import MAX_REPAIRS, code_badge, new_code
 from ._model import FINISHED, DagNode, Snapshot, budget_limits, elapsed, manifest_budgets, number
 
 __all__ = ["FINISHED", "HANDLERS", "IGNORED", "DagState", "Snapshot", "budget_limits"]
@@ -34,6 +36,13 @@ _PHASES = {
     "answer": "answering",
     "synthesize": "synthesizing its subtasks",
 }
+# A software run's events about the code a node owns (kept per node in ``DagState.code``).
+_CODE_EVENTS = (
+    EventKind.CODE_PRODUCED,
+    EventKind.NODE_CHECKED,
+    EventKind.CODE_REPAIRED,
+    EventKind.CONTRACT_CHANGE_REQUESTED,
+)
 _NODE_EVENTS = frozenset(
     {
         *(EventKind(k) for k in _STATUS_EVENTS),
@@ -43,6 +52,7 @@ _NODE_EVENTS = frozenset(
         EventKind.NODE_REVERIFIED,
         EventKind.CITATIONS_UNRESOLVED,
         EventKind.CONFLICTS_FOUND,
+        *_CODE_EVENTS,
     }
 )
 # Events after which the front end should see the state at once rather than at the next tick.
@@ -67,6 +77,8 @@ class DagState:
         self.started_ts: float | None = None
         self.wall_s: float | None = None  # fixed once the run has finished
         self.changed: set[str] = set()  # nodes changed since the last snapshot
+        # Per node of a software run: files produced, its last check, its repairs, contract change requests.
+        self.code: dict[str, dict[str, Any]] = {}
 
     # --- live events ---------------------------------------------------------------------------------
 
@@ -219,6 +231,36 @@ class DagState:
         count = record.get("count")
         self._node(str(record.get("node")), record).note = f"{count} conflict(s) between subtasks"
 
+    # --- a software run's code ----------------------------------------------------------------------------
+
+    def _code(self, record: dict[str, Any]) -> dict[str, Any]:
+        self._node(str(record["node"]), record)
+        return self.code.setdefault(str(record["node"]), new_code())
+
+    def _on_code_produced(self, record: dict[str, Any], ts: float) -> None:
+        code, listed = self._code(record), record.get("files")
+        if isinstance(listed, list):  # a file produced again (a repair) keeps its place in the list
+            code["files"] = list(dict.fromkeys([*code["files"], *map(str, listed)]))
+
+    def _on_node_checked(self, record: dict[str, Any], ts: float) -> None:
+        checks, findings = record.get("checks"), number(record.get("findings"))
+        self._code(record)["check"] = {
+            "status": str(record.get("status") or "skip"),
+            "level": str(record.get("level") or ""),
+            "findings": int(findings or 0),
+            "checks": {str(k): str(v) for k, v in checks.items()} if isinstance(checks, dict) else {},
+        }
+
+    def _on_code_repaired(self, record: dict[str, Any], ts: float) -> None:
+        repairs = self._code(record)["repairs"]
+        repairs["count"], repairs["last"] = repairs["count"] + 1, str(record.get("outcome") or "")
+        attempt = {k: record.get(k) for k in ("attempt", "error_class", "scope", "signature", "outcome")}
+        repairs["attempts"] = [*repairs["attempts"], attempt][-MAX_REPAIRS:]
+
+    def _on_contract_change(self, record: dict[str, Any], ts: float) -> None:
+        self._code(record)["contract_changes"].append(str(record.get("detail") or ""))
+        self.nodes[str(record["node"])].note = "asked for a change in the contracts"
+
     # --- a whole run ---------------------------------------------------------------------------------
 
     def load_run(self, run: Run, *, finished: bool = True) -> None:
@@ -240,6 +282,9 @@ class DagState:
                 node.score = number(n.retrieval.get("retrieval_score"))
             if n.status.value == "PRUNED" and n.note and not node.error:
                 node.error = n.note
+        for record in (r for r in run.events if isinstance(r, dict)):  # code events: kept there alone
+            if kind_of(record) in _CODE_EVENTS and isinstance(record.get("node"), str) and record["node"]:
+                HANDLERS[EventKind(record["type"])](self, record, 0.0)
         self.changed = set(self.nodes)
         metrics = summary.get("metrics") or {}
         spent = metrics.get("total_tokens")
@@ -286,9 +331,8 @@ class DagState:
             "wall_s": round(wall, 2),
             "wall_limit_s": self.limits.get("wall_limit_s"),
         }
-        return Snapshot(
-            self.run_id, self.goal, self.status, [n.summary() for n in nodes], edges, budget, self.notice
-        )
+        shown = [{**n.summary(), "code": code_badge(self.code.get(n.id))} for n in nodes]
+        return Snapshot(self.run_id, self.goal, self.status, shown, edges, budget, self.notice)
 
     def pop_changed(self) -> set[str]:
         """The nodes changed since the last call (the widget refreshes an open details panel with it)."""
@@ -309,6 +353,7 @@ class DagState:
             "soft_deps": list(node.soft_deps),
             "children": [n.id for n in self.nodes.values() if n.parent == node_id],
             "checkpoint": node.checkpoint,
+            "code": copy.deepcopy(self.code.get(node_id)),  # read outside the lock: never the live lists
         }
 
 
@@ -329,9 +374,14 @@ HANDLERS: dict[EventKind, Handler] = {
     EventKind.LLM_CALL: DagState._on_llm_call,
     EventKind.CITATIONS_UNRESOLVED: DagState._on_citations_unresolved,
     EventKind.CONFLICTS_FOUND: DagState._on_conflicts_found,
+    EventKind.CODE_PRODUCED: DagState._on_code_produced,
+    EventKind.NODE_CHECKED: DagState._on_node_checked,
+    EventKind.CODE_REPAIRED: DagState._on_code_repaired,
+    EventKind.CONTRACT_CHANGE_REQUESTED: DagState._on_contract_change,
     **{EventKind(kind): DagState._on_status for kind in _STATUS_EVENTS},
 }
 # Decisions and lookups the graph does not draw (the details panel reads them from the history).
+# FILES_WRITTEN is about the whole manifest, after the DAG is done: the result's ``write_report`` shows it.
 IGNORED = frozenset(
     {
         EventKind.RETRIEVAL_MODE,
@@ -343,5 +393,6 @@ IGNORED = frozenset(
         EventKind.NODE_CACHE_MISS,
         EventKind.CHECKPOINT_OPENED,
         EventKind.CHECKPOINT_DECIDED,
+        EventKind.FILES_WRITTEN,
     }
 )

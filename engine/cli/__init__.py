@@ -38,9 +38,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("_run", "status_cmd", "Status, goal, metrics, missing branches and failures of a run."),
     "trace": ("_run", "trace_group", "Look inside a run: its DAG, or one node."),
     "export": (
-        "_run",
+        "_export",
         "export_cmd",
-        "Copy a run's report, summary, DAG and artifacts to DIR (nothing is written anywhere else).",
+        "Write a software run's code into DIR, or copy another run's report, summary, DAG and artifacts "
+        "there (nothing is written anywhere else).",
     ),
     "runs": ("_run", "runs_cmd", "Recent runs, newest first."),
     "vault": ("_vault", "vault_group", "Read, index and search Obsidian vaults."),

@@ -6,7 +6,7 @@ shows) or deliberately ignored; a test checks that no kind is left undecided.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rich.text import Text
@@ -28,8 +28,9 @@ COLOURS = {
 }
 
 
-def render_tree(nodes: Iterable[Node], title: str = "run") -> Tree:
-    """Parents over children, colour by status, tokens and time per node."""
+def render_tree(nodes: Iterable[Node], title: str = "run", *, notes: Mapping[str, str] | None = None) -> Tree:
+    """Parents over children, colour by status, tokens and time per node; ``notes`` adds a short word
+    after a node (a software run's files and checks: ``+3 files · checks ✗ 2``)."""
     tree = Tree(Text(title, style="bold"))
     ordered = list(nodes)
     children: dict[str | None, list[Node]] = {}
@@ -42,6 +43,9 @@ def render_tree(nodes: Iterable[Node], title: str = "run") -> Tree:
         text.append(f"  {n.task[:80]}")
         if n.tokens or n.duration_ms:
             text.append(f"  ({n.tokens} tok, {n.duration_ms / 1000:.1f}s)", style="dim")
+        note = (notes or {}).get(n.id)
+        if note:
+            text.append(f"  {note}", style="red" if "✗" in note else "cyan")
         return text
 
     def add(branch: Tree, node: Node) -> None:
@@ -63,6 +67,8 @@ class LiveTree:
     def __init__(self) -> None:
         self.run_id = ""
         self.nodes: dict[str, Node] = {}
+        self.files: dict[str, int] = {}  # node -> files it put into the manifest
+        self.checks: dict[str, str] = {}  # node -> "checks ✓" | "checks ✗ N" | "checks skipped"
 
     def apply(self, record: dict[str, Any]) -> None:
         """Fold one event record in (``on_event`` of ``engine.arun``)."""
@@ -76,7 +82,19 @@ class LiveTree:
     def render(self) -> Tree | Text:
         if not self.nodes:
             return Text("starting…")
-        return render_tree(self.nodes.values(), f"shad {self.run_id}")
+        return render_tree(self.nodes.values(), f"shad {self.run_id}", notes=self.notes)
+
+    @property
+    def notes(self) -> dict[str, str]:
+        """What a software run adds after each node: the files it produced and its checks."""
+        out: dict[str, str] = {}
+        for node_id in {**self.files, **self.checks}:
+            count = self.files.get(node_id, 0)
+            words = [f"+{count} file{'s' if count != 1 else ''}"] if count else []
+            words += [self.checks[node_id]] if node_id in self.checks else []
+            if words:
+                out[node_id] = " · ".join(words)
+        return out
 
     def _node(self, record: dict[str, Any]) -> Node:
         node_id = str(record["node"])
@@ -102,6 +120,20 @@ class LiveTree:
     def _llm_call(self, record: dict[str, Any]) -> None:
         tokens = record.get("tokens")
         self._node(record).tokens += tokens if isinstance(tokens, int) else 0
+
+    def _code_produced(self, record: dict[str, Any]) -> None:
+        node = self._node(record)
+        files = record.get("files")
+        self.files[node.id] = self.files.get(node.id, 0) + (len(files) if isinstance(files, list) else 0)
+
+    def _checked(self, record: dict[str, Any]) -> None:
+        node, status, findings = self._node(record), record.get("status"), record.get("findings")
+        if status == "pass":
+            self.checks[node.id] = "checks ✓"
+        elif status == "fail":
+            self.checks[node.id] = "checks ✗" + (f" {findings}" if isinstance(findings, int) else "")
+        else:
+            self.checks[node.id] = "checks skipped"
 
 
 def _settle(status: NodeStatus) -> Handler:
@@ -131,6 +163,8 @@ HANDLED: dict[EventKind, Handler] = {
     EventKind.NODE_NEEDS_HUMAN: _settle(NodeStatus.NEEDS_HUMAN),
     EventKind.NODE_DECOMPOSED: LiveTree._decomposed,
     EventKind.LLM_CALL: LiveTree._llm_call,
+    EventKind.CODE_PRODUCED: LiveTree._code_produced,
+    EventKind.NODE_CHECKED: LiveTree._checked,
 }
 # What the tree does not show: run-level news (the summary line says how it ended), lookups and checks.
 IGNORED: frozenset[EventKind] = frozenset(
@@ -154,5 +188,8 @@ IGNORED: frozenset[EventKind] = frozenset(
         EventKind.STORE_UNAVAILABLE,
         EventKind.CHECKPOINT_OPENED,
         EventKind.CHECKPOINT_DECIDED,
+        EventKind.CODE_REPAIRED,  # the next NODE_CHECKED shows how a repair ended
+        EventKind.CONTRACT_CHANGE_REQUESTED,
+        EventKind.FILES_WRITTEN,  # the report's Files section lists them
     }
 )

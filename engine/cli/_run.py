@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-from pathlib import Path
 from typing import Any
 
 import click
@@ -22,8 +20,9 @@ from ..runs import Run
 from ..store.history import list_runs
 from ._live import LiveTree, render_tree
 from ._policy import policy_option
+from ._software import software_config, software_options
 
-__all__ = ["export_cmd", "print_outcome", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
+__all__ = ["print_outcome", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -122,6 +121,7 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
     "--resume", "resume", is_flag=True, help="GOAL is a run id: continue that run (as shad resume)."
 )
 @policy_option
+@software_options
 @click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
 def run_cmd(
     goal: str,
@@ -150,6 +150,13 @@ def run_cmd(
     resume: bool,
     checkpoint_policy: str | None,
     no_checkpoints: bool,
+    verify: str,
+    block_on: tuple[str, ...],
+    warn_only: tuple[str, ...],
+    tests: str | None,
+    write_files: bool,
+    output: str | None,
+    overwrite: bool,
     as_json: bool,
 ) -> int:
     """Run GOAL over the vault(s): decompose, retrieve, answer, verify, synthesize a cited report."""
@@ -167,6 +174,15 @@ def run_cmd(
         provider = "replay"
     if strategy is not None:
         strategies.get(strategy)  # an unknown name is a usage error (exit 2), before any run starts
+    software = software_config(  # an unknown check name is a usage error too
+        verify=verify,
+        block_on=block_on,
+        warn_only=warn_only,
+        tests=tests,
+        write_files=write_files,
+        output=output,
+        overwrite=overwrite,
+    )
     config = RunConfig(
         goal,
         vaults,
@@ -194,6 +210,7 @@ def run_cmd(
         store_url=redis_url,
         cache_ttls=_ttls(cache_ttls),
         checkpoints=policy,
+        **software,
     )
     decider = TerminalDecider() if policy == "ask" else None
     live_view = err.is_terminal and not as_json
@@ -209,7 +226,7 @@ def run_cmd(
 
     run = asyncio.run(go())
     if live_view:
-        err.print(render_tree(run.dag, f"shad {run.id}"))
+        err.print(render_tree(run.dag, f"shad {run.id}", notes=tree.notes))
     return print_outcome(run, as_json)
 
 
@@ -326,28 +343,6 @@ def trace_node_cmd(run_id: str, node_id: str, as_json: bool) -> int:
     if node.error:
         parts.append(Text(f"\nError: {node.error['error_class']}: {node.error['message']}", style="red"))
     out.print(Group(*parts))
-    return 0
-
-
-@click.command("export")
-@click.argument("run_id")
-@click.option("--output", required=True, metavar="DIR", help="Folder to copy the report and artifacts into.")
-def export_cmd(run_id: str, output: str) -> int:
-    """Copy a run's report, summary, DAG and artifacts to DIR (nothing is written anywhere else)."""
-    run = Run.load(run_id)
-    target = Path(output).expanduser()
-    target.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for name in ("final.report.md", "final.summary.json", "dag.json"):
-        src = run.history.dir / name
-        if src.exists():
-            shutil.copy2(src, target / name)
-            copied.append(name)
-    artifacts = run.history.dir / "artifacts"
-    if artifacts.is_dir() and any(artifacts.iterdir()):
-        shutil.copytree(artifacts, target / "artifacts", dirs_exist_ok=True)
-        copied.append("artifacts/")
-    out.print(f"exported {', '.join(copied) or 'nothing'} to {escape(str(target))}")
     return 0
 
 

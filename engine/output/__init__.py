@@ -13,7 +13,7 @@ from ._exports import ExportIndex, build_export_index
 from ._fromdir import manifest_from_dir
 from ._imports import ImportReport, validate_imports
 from ._integrity import Finding, check_integrity
-from ._manifest import Manifest, ManifestFile, ManifestNote
+from ._manifest import Manifest, ManifestFile, ManifestNote, language_of
 from ._writer import WriteReport, write_manifest
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "WriteReport",
     "build_export_index",
     "check_integrity",
+    "language_of",
     "manifest_from_dir",
     "validate_imports",
     "write_manifest",

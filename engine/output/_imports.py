@@ -70,6 +70,21 @@ def validate_imports(manifest: Manifest, index: ExportIndex | None = None) -> Im
     return report
 
 
+# A test file may import the runner that runs it (the ``tests`` check runs pytest by definition).
+_TEST_RUNNER = frozenset({"pytest", "_pytest"})
+
+
+def _is_test_file(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        name == "conftest.py"
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or "tests" in parts[:-1]
+    )
+
+
 def _python_deps(manifest: Manifest) -> set[str]:
     reqs: list[str] = []
     for f in manifest.files:
@@ -97,7 +112,9 @@ def _check_python(manifest: Manifest, index: ExportIndex, report: ImportReport) 
                 continue
             target = next((t for t in targets if t in known), None)
             top = (targets[0] if targets else imp.module).split(".")[0]
-            shadowed = imp.level == 0 and top.casefold() in external
+            shadowed = imp.level == 0 and (
+                top.casefold() in external or (top in _TEST_RUNNER and _is_test_file(path))
+            )
             if target is None:
                 if not shadowed:
                     report._module(path, imp.line, shown, _why_missing(imp, targets, known))

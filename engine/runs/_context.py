@@ -51,6 +51,8 @@ class RunState:
     cost_known: bool = True
     reexecuted: int = 0
     stale_nodes: int = 0
+    software: dict[str, Any] | None = None  # a software run's code: files, checks, writes (summary)
+    software_report: list[str] = field(default_factory=list)  # its sections in the report
 
 
 @dataclass

@@ -172,6 +172,8 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     run.finished_at = time.time()
     seconds = run.finished_at - run.started_at
     body = _body(run)
+    if state.software_report:  # the files cite their notes: those citations are checked like any other
+        body = body.rstrip() + "\n\n" + "\n".join(state.software_report)
     resolved = cite.resolve_citations(cite.extract_citations(body), ctx.vaults)
     citations, _ = cite.summarize(resolved)
     unresolved = [
@@ -220,6 +222,8 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
         "checkpoints": [c.to_dict() for c in checkpoints],
     }
+    if state.software is not None:
+        run.summary["software"] = state.software
     h = run.history
     h.write_json("dag.json", run.dag.to_json())
     h.write_json("metrics/summary.json", {**metrics, "nodes": run.metrics})

@@ -54,6 +54,7 @@ class Node:
     error: dict[str, Any] | None = None
     note: str = ""  # why it was pruned, cached, decomposed or not
     cache_key: str = ""  # where its result is (or would be) cached
+    checks: dict[str, Any] = field(default_factory=dict)  # software runs: its files' check status
 
     @property
     def duration_ms(self) -> float:

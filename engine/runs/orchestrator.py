@@ -38,6 +38,7 @@ from ._planning import Planner
 from ._report import finish_run
 from ._resume_plan import adopt, replayed
 from ._run import Run
+from ._software import SoftwareBuild
 from ._verify import verify_citations
 from .dag import Node, NodeStatus
 
@@ -53,6 +54,7 @@ class Orchestrator:
         self.cache = CacheSteps(ctx)
         self.planner = Planner(ctx, self.calls, self.cache)
         self.retrieval = LeafRetrieval(ctx, self.calls, retriever)
+        self.software = SoftwareBuild(ctx, self.calls, self.cache)
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -76,6 +78,7 @@ class Orchestrator:
                     if previous is not None:
                         ctx.state.fresh = replayed(ctx.replay, run.dag)
                 await self._run_dag()
+                await self.software.finish()
             except asyncio.CancelledError:
                 ctx.state.stop_reason = "interrupted"
                 ctx.prune_unstarted("run interrupted")
@@ -129,6 +132,7 @@ class Orchestrator:
                 # On the loop, before anything else runs: once the model slot is free another call
                 # may start, and a kill then must not lose an answer that was already paid for.
                 self.cache.save_result(node, mark)
+            await self.software.after_node(node)  # a software run's code step (nothing for other runs)
         except BudgetExhausted as exc:
             state.stop_reason = exc.message
             ctx.prune(node, exc.message)

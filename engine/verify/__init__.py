@@ -8,7 +8,17 @@ the code is model-written. ``verify_path`` reads a project folder or a ``manifes
 
 from __future__ import annotations
 
-from ._report import CHECKS, LEVEL_CHECKS, LEVELS, CheckResult, VerifyReport
+from ._report import ALIASES, CHECKS, LEVEL_CHECKS, LEVELS, CheckResult, VerifyReport, check_names
 from ._verify import verify, verify_path
 
-__all__ = ["CHECKS", "LEVELS", "LEVEL_CHECKS", "CheckResult", "VerifyReport", "verify", "verify_path"]
+__all__ = [
+    "ALIASES",
+    "CHECKS",
+    "LEVELS",
+    "LEVEL_CHECKS",
+    "CheckResult",
+    "VerifyReport",
+    "check_names",
+    "verify",
+    "verify_path",
+]

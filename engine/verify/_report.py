@@ -14,7 +14,17 @@ from typing import Any, Literal
 from ..errors import UsageError
 from ..output import Finding
 
-__all__ = ["ALIASES", "CHECKS", "LEVELS", "LEVEL_CHECKS", "CheckResult", "Status", "VerifyReport", "plan"]
+__all__ = [
+    "ALIASES",
+    "CHECKS",
+    "LEVELS",
+    "LEVEL_CHECKS",
+    "CheckResult",
+    "Status",
+    "VerifyReport",
+    "check_names",
+    "plan",
+]
 
 LEVELS = ("off", "basic", "build", "strict")
 CHECKS = ("syntax", "imports", "integrity", "types", "tests", "lint")
@@ -89,6 +99,27 @@ def _names(value: Collection[str]) -> list[str]:
     """Check names, with the seed's aliases resolved; a string is read as a comma-separated list."""
     names = value.split(",") if isinstance(value, str) else value
     return [ALIASES.get(name.strip(), name.strip()) for name in names if name.strip()]
+
+
+def check_names(option: str, values: Collection[str]) -> tuple[str, ...]:
+    """Check names as options give them (comma-separated, repeatable, the seed's aliases, any case) ->
+    the checks, in order and without repeats; an unknown name is a ``UsageError`` that names it."""
+    names: list[str] = []
+    unknown: list[str] = []
+    for word in (w.strip() for value in values for w in value.split(",")):
+        if not word:
+            continue
+        name = ALIASES.get(word.lower(), word.lower())
+        if name not in CHECKS:
+            unknown.append(word)
+        elif name not in names:
+            names.append(name)
+    if unknown:
+        raise UsageError(
+            f"unknown check{'s' if len(unknown) > 1 else ''} for {option}: {', '.join(unknown)}",
+            hint=f"the checks are {', '.join(CHECKS)}; aliases: {', '.join(ALIASES)}",
+        )
+    return tuple(names)
 
 
 def plan(level: str, block_on: Collection[str], warn_only: Collection[str]) -> tuple[list[str], list[str]]:

@@ -36,6 +36,21 @@ function seconds(ms) {
   return typeof ms === "number" && ms > 0 ? (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s" : "–";
 }
 
+// A software node's check status as the graph shows it: ✓ pass, ✗ fail (with its findings), – skipped.
+const CHECK_MARKS = { pass: "✓", fail: "✗", skip: "–" };
+
+function checkMark(code) {
+  if (!code || !CHECK_MARKS[code.check]) return "";
+  return CHECK_MARKS[code.check] + (code.check === "fail" && code.findings > 0 ? " " + code.findings : "");
+}
+
+function checkWords(code) {
+  if (!code || !code.check) return "";
+  const n = code.findings || 0;
+  const found = code.check === "fail" && n ? ` (${n} finding${n === 1 ? "" : "s"})` : "";
+  return `checks ${code.check === "skip" ? "skipped" : code.check}${found}`;
+}
+
 function clock(ts) {
   return typeof ts === "number" ? new Date(ts * 1000).toLocaleTimeString() : "–";
 }
@@ -71,6 +86,18 @@ export function layout(nodes) {
   });
   const height = PAD * 2 + depths.length * BOX_H + Math.max(0, depths.length - 1) * GAP_Y + 20;
   return { pos, width, height };
+}
+
+// The small check badge in a node's top-right corner; its colours come from the CSS (data-check).
+function checkBadge(mark, check) {
+  const width = 10 + 7 * [...mark].length;
+  const badge = s("g", { class: "shad-dag__check", transform: `translate(${BOX_W - width - 5},5)` });
+  badge.dataset.check = check;
+  badge.append(s("rect", { class: "shad-dag__check-bg", width, height: 16, rx: 8 }));
+  const text = s("text", { class: "shad-dag__check-text", x: width / 2, y: 12, "text-anchor": "middle" });
+  text.textContent = mark;
+  badge.append(text);
+  return badge;
 }
 
 function edgePath(a, b, kind) {
@@ -124,6 +151,57 @@ function facts(parent, rows) {
     dl.append(h("dt", "", k), h("dd", "", v));
   }
   parent.appendChild(dl);
+}
+
+// A software node: the files it produced, its checks, its repairs and any contract change it asked for.
+function renderCode(panel, code) {
+  const check = code.check;
+  if (check) {
+    const sec = section(panel, "Checks" + (check.level ? ` (${check.level})` : ""));
+    sec.classList.add("shad-dag__checks");
+    const head = h("p", "shad-dag__check-summary");
+    const mark = h("span", "shad-dag__check-mark", CHECK_MARKS[check.status] || "?");
+    mark.dataset.check = check.status;
+    head.append(mark, h("span", "", " " + checkWords({ check: check.status, findings: check.findings })));
+    sec.appendChild(head);
+    const list = h("ul", "shad-dag__check-list");
+    for (const [name, st] of Object.entries(check.checks || {})) {
+      const li = h("li", "shad-dag__check-item");
+      li.dataset.check = st;
+      const itemMark = h("span", "shad-dag__check-mark", CHECK_MARKS[st] || "?");
+      itemMark.dataset.check = st;
+      li.append(itemMark, h("span", "", ` ${name}: ${st}`));
+      list.appendChild(li);
+    }
+    if (list.childElementCount) sec.appendChild(list);
+  }
+  const repairs = code.repairs || {};
+  if (repairs.count) {
+    const sec = section(panel, `Repairs (${repairs.count})`);
+    sec.classList.add("shad-dag__repairs");
+    const list = h("ol", "shad-dag__repair-list");
+    for (const a of repairs.attempts || []) {
+      const what = [a.error_class, a.scope && `(${a.scope})`].filter(Boolean).join(" ");
+      const li = h("li", "", `${a.attempt != null ? "#" + a.attempt + " " : ""}${what} → ${a.outcome || "?"}`);
+      li.dataset.outcome = a.outcome || "";
+      if (a.signature) li.title = a.signature;
+      list.appendChild(li);
+    }
+    sec.appendChild(list);
+  }
+  for (const detail of code.contract_changes || []) {
+    const box = h("div", "shad-dag__contract");
+    box.append(h("strong", "", "Asked for a change in the contracts"), h("p", "", detail));
+    panel.appendChild(box);
+  }
+  if ((code.files || []).length) {
+    const more = code.files_total > code.files.length ? ` (${code.files.length} of ${code.files_total})` : "";
+    const sec = section(panel, "Files" + more);
+    sec.classList.add("shad-dag__files");
+    const list = h("ul", "shad-dag__file-list");
+    for (const f of code.files) list.appendChild(h("li", "", f));
+    sec.appendChild(list);
+  }
 }
 
 function renderDetails(panel, d, model, pendingId) {
@@ -197,6 +275,8 @@ function renderDetails(panel, d, model, pendingId) {
       sec.appendChild(more);
     }
   }
+
+  if (d.code) renderCode(panel, d.code);
 
   if (d.retrieval) {
     const r = d.retrieval;
@@ -273,6 +353,16 @@ function render({ model, el }) {
     item.dataset.status = st;
     legend.appendChild(item);
   }
+  const checkLegend = h("span", "shad-dag__legend-checks");
+  for (const [st, word] of [["pass", "checks pass"], ["fail", "checks fail"], ["skip", "checks skipped"]]) {
+    const item = h("span", "shad-dag__legend-check");
+    const itemMark = h("span", "shad-dag__check-mark", CHECK_MARKS[st]);
+    itemMark.dataset.check = st;
+    item.append(itemMark, " " + word);
+    checkLegend.appendChild(item);
+  }
+  checkLegend.hidden = true;
+  legend.appendChild(checkLegend);
   root.append(header, goal, strip, notice, body, legend);
   el.appendChild(root);
 
@@ -323,6 +413,7 @@ function render({ model, el }) {
     const selected = model.get("selected") || "";
     const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.nodeId : null;
     graph.replaceChildren();
+    checkLegend.hidden = !nodes.some((n) => n.code && n.code.check);
     if (!nodes.length) {
       graph.appendChild(h("p", "shad-dag__muted", "Waiting for the run's first node…"));
       return;
@@ -353,14 +444,16 @@ function render({ model, el }) {
       const g = s("g", { class: "shad-dag__node" + (n.id === selected ? " shad-dag__node--selected" : ""), transform: `translate(${p.x},${p.y})`, tabindex: 0, role: "button" });
       g.dataset.nodeId = n.id;
       g.dataset.status = n.status;
-      g.setAttribute("aria-label", `${n.id}: ${n.status}. ${n.task}`);
+      const checked = checkWords(n.code);
+      g.setAttribute("aria-label", `${n.id}: ${n.status}${checked ? ", " + checked : ""}. ${n.task}`);
       const tip = s("title");
-      tip.textContent = `${n.id} [${n.status}]${n.phase ? " — " + n.phase : ""}\n${n.task}${n.error ? "\n" + n.error : ""}`;
+      tip.textContent = `${n.id} [${n.status}]${n.phase ? " — " + n.phase : ""}\n${n.task}${n.error ? "\n" + n.error : ""}${checked ? "\n" + checked : ""}`;
       g.appendChild(tip);
       g.appendChild(s("rect", { class: "shad-dag__box", width: BOX_W, height: BOX_H, rx: 7 }));
       g.appendChild(s("rect", { class: "shad-dag__band", width: 6, height: BOX_H, rx: 3 }));
+      const mark = checkMark(n.code);
       const label = s("text", { class: "shad-dag__label", x: 14, y: 18 });
-      label.textContent = clip(n.id, 24);
+      label.textContent = clip(n.id, mark ? 24 - mark.length - 2 : 24);
       const task = s("text", { class: "shad-dag__node-task", x: 14, y: 34 });
       task.textContent = clip(n.task, 28);
       const meta = s("text", { class: "shad-dag__node-meta", x: 14, y: 49 });
@@ -372,6 +465,7 @@ function render({ model, el }) {
       const text = s("g", { "clip-path": `url(#shad-dag-clip-${uid})` });
       text.append(label, task, meta);
       g.appendChild(text);
+      if (mark) g.appendChild(checkBadge(mark, n.code.check));
       g.addEventListener("click", () => select(n.id));
       g.addEventListener("keydown", (ev) => {
         if (ev.key === "Enter" || ev.key === " ") {

@@ -1,0 +1,79 @@
+"""Every event a run emits: its kind (``EventKind``) and its payload (one frozen dataclass per kind).
+
+The engine emits these objects; ``to_record`` turns one into the line ``events.jsonl`` keeps and the dict
+``on_event`` callbacks receive: ``{"ts", "run_id", "type", **payload}``, the payload's keys in the order
+the dataclass declares them. Fields marked ``_optional`` are left out of the record when ``None``, so a
+record carries exactly the keys that event has always carried. Consumers (the widgets, the CLI's live
+tree, the history) dispatch on ``EventKind`` and declare for every kind whether they handle it or ignore
+it; a test checks that no kind is left undecided.
+"""
+
+from __future__ import annotations
+
+from ._base import OPTIONAL, Event, EventKind, kind_of, to_record
+from ._code import CodeProduced, CodeRepaired, ContractChangeRequested, FilesWritten, NodeChecked
+from ._run import (
+    BudgetLimitReached,
+    CheckpointDecided,
+    CheckpointOpened,
+    CitationsUnresolved,
+    ConflictsFound,
+    DecompositionDecided,
+    LlmCall,
+    NodeCacheMiss,
+    NodeCreated,
+    NodeDecomposed,
+    NodeFinished,
+    NodeNeedsHuman,
+    NodePruned,
+    NodeRetrieved,
+    NodeReverified,
+    NodeStarted,
+    PlanCacheLookup,
+    PlanValidated,
+    RetrievalMode,
+    RunError,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    StoreUnavailable,
+    StrategyChosen,
+)
+
+__all__ = [
+    "OPTIONAL",
+    "BudgetLimitReached",
+    "CheckpointDecided",
+    "CheckpointOpened",
+    "CitationsUnresolved",
+    "CodeProduced",
+    "CodeRepaired",
+    "ConflictsFound",
+    "ContractChangeRequested",
+    "DecompositionDecided",
+    "Event",
+    "EventKind",
+    "FilesWritten",
+    "LlmCall",
+    "NodeCacheMiss",
+    "NodeChecked",
+    "NodeCreated",
+    "NodeDecomposed",
+    "NodeFinished",
+    "NodeNeedsHuman",
+    "NodePruned",
+    "NodeRetrieved",
+    "NodeReverified",
+    "NodeStarted",
+    "PlanCacheLookup",
+    "PlanValidated",
+    "RetrievalMode",
+    "RunError",
+    "RunFinished",
+    "RunResumed",
+    "RunStarted",
+    "StoreUnavailable",
+    "StrategyChosen",
+    "kind_of",
+    "to_record",
+]
