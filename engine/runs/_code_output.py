@@ -94,7 +94,12 @@ def _problems(
 ) -> list[tuple[str, str]]:
     where = ctx.history.dir / MANIFEST_PATH
     out: list[tuple[str, str]] = []
-    if not ws.files:
+    stopped_run = ctx.state.stop_reason
+    if not ws.files and stopped_run:
+        out.append(
+            (f"no code was produced before the run stopped ({stopped_run})", f"`shad resume {ctx.run_id}`")
+        )
+    elif not ws.files:
         how = (
             "the vault's notes hold no code block that names a file"
             ' (```python title="pkg/x.py"```) for this goal'
