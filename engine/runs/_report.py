@@ -86,6 +86,7 @@ def render_report(
     seconds: float,
     stop_reason: str | None = None,
     checkpoints: list[cp.Checkpoint] | None = None,
+    conflict_copies: list[dict[str, Any]] | None = None,
 ) -> str:
     front = {
         "type": "report",
@@ -130,6 +131,17 @@ def render_report(
             parts += [f"### `{f['node_id']}` — {f['phase']}: {f['error_class']}", "", f["message"], ""]
             if f.get("trace"):
                 parts += ["```text", f["trace"].rstrip(), "```", ""]
+    if conflict_copies:
+        parts += [
+            "## Diagnostics",
+            "",
+            "Sync-conflict copies, left out of retrieval (merge or delete them):",
+            "",
+        ]
+        for c in conflict_copies:
+            copy_of = f" — a copy of `{c['original']}`" if c.get("original") else ""
+            parts.append(f"- `{c['path']}` in {c['vault']}{copy_of}")
+        parts.append("")
     if run.status is not RunStatus.SUCCESS:
         parts += [f"To continue this run: `{resume_command(run, stop_reason, tokens)}`", ""]
     return "\n".join(parts)
@@ -185,8 +197,9 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         body = cite.flag_unresolved(body, resolved)
     missing = _missing_branches(run)
     checkpoints = cp.load_all(run.history)
+    conflict_copies = ctx.vaults.conflict_copies()
     run.report = render_report(
-        run, body, unresolved, missing, tokens, seconds, state.stop_reason, checkpoints
+        run, body, unresolved, missing, tokens, seconds, state.stop_reason, checkpoints, conflict_copies
     )
     executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
     metrics = {
@@ -221,6 +234,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         else None,
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
         "checkpoints": [c.to_dict() for c in checkpoints],
+        "diagnostics": {"conflict_copies": conflict_copies},
     }
     if state.software is not None:
         run.summary["software"] = state.software

@@ -9,6 +9,7 @@ from ._model import Diagnostic, Heading, Hit, Link, Note
 from ._parse import parse_note
 from ._scan import is_conflict_copy
 from ._vault import Vault, normalize_note_path
+from ._writer import NoteWrite, StateCorruptionError, VaultWriter, WriteRefusedError, render_note
 
 __all__ = [
     "Diagnostic",
@@ -18,11 +19,16 @@ __all__ = [
     "Link",
     "LinkGraph",
     "Note",
+    "NoteWrite",
     "Resolver",
+    "StateCorruptionError",
     "Vault",
     "VaultIndex",
     "VaultSet",
+    "VaultWriter",
+    "WriteRefusedError",
     "is_conflict_copy",
     "normalize_note_path",
     "parse_note",
+    "render_note",
 ]

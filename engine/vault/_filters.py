@@ -22,6 +22,7 @@ class SearchFilters:
     modified_after: float | None = None  # epoch seconds
     modified_before: float | None = None
     exclude: Sequence[str] = ()  # path prefixes to leave out
+    conflicts: bool = False  # keep sync-conflict copies (left out by default: they are not sources)
 
     def sql(self) -> tuple[str, list[Any]]:
         """(WHERE clause over ``files f``, its parameters)."""
@@ -38,6 +39,8 @@ class SearchFilters:
         for prefix in self.exclude:
             clauses.append("f.path NOT LIKE ? ESCAPE '\\'")
             params.append(_like_prefix(prefix.strip("/") + "/"))
+        if not self.conflicts:  # both naming styles of engine.vault.is_conflict_copy
+            clauses.append("f.path NOT LIKE '% (%conflict%)._%' AND f.path NOT LIKE '%.sync-conflict-%'")
         if self.type:
             clauses.append("lower(f.type) = lower(?)")
             params.append(self.type)

@@ -125,6 +125,10 @@ class VaultSet:
     ) -> list[tuple[str, str]]:
         return [(v.id, p) for v in self._select(vault, None) for p in v.list_notes(folder, recursive)]
 
+    def conflict_copies(self) -> list[dict[str, str | None]]:
+        """Sync-conflict copies of every vault (``{"vault", "path", "original"}``)."""
+        return [{"vault": v.id, **c} for v in self.vaults for c in v.conflict_copies()]
+
     def status(self) -> dict[str, Any]:
         return {"vaults": [v.status() for v in self.vaults]}
 

@@ -171,9 +171,11 @@ class Vault:
         modified_after: Any = None,
         modified_before: Any = None,
         exclude: list[str] | tuple[str, ...] = (),
+        include_conflicts: bool = False,
     ) -> list[Hit]:
         """Ranked full-text search. Filters: folder/path prefix, frontmatter ``type``, tags (all must be
-        present), ``where`` (frontmatter field -> value), modification dates."""
+        present), ``where`` (frontmatter field -> value), modification dates. Sync-conflict copies are left
+        out unless ``include_conflicts`` (they duplicate a real note; ``conflict_copies`` lists them)."""
         if limit < 1:
             raise UsageError(f"limit must be at least 1 (got {limit})")
         filters = SearchFilters(
@@ -184,6 +186,7 @@ class Vault:
             modified_after=to_epoch(modified_after),
             modified_before=to_epoch(modified_before),
             exclude=tuple(exclude),
+            conflicts=include_conflicts,
         )
         return search_index(self._ready(), self.id, query, limit, filters)
 
@@ -224,6 +227,21 @@ class Vault:
                 Diagnostic("sync_conflict", "this file is a sync conflict copy", "warning")
             )
         return note
+
+    def conflict_copies(self) -> list[dict[str, str | None]]:
+        """Sync-conflict copies in the vault, each with the note it copies when that exists."""
+        rows = self._ready().query(
+            "SELECT path FROM files WHERE is_note = 1 AND "
+            "(path LIKE '% (%conflict%)._%' OR path LIKE '%.sync-conflict-%') ORDER BY path"
+        )
+        out: list[dict[str, str | None]] = []
+        for (path,) in rows:
+            if is_conflict_copy(path):
+                base = re.sub(
+                    r"( \([^)]*conflict[^)]*\)|\.sync-conflict-[^.]*)(?=\.[^.]+$)", "", path, flags=re.I
+                )
+                out.append({"path": path, "original": base if (self.root / base).is_file() else None})
+        return out
 
     def list_notes(self, folder: str | None = None, recursive: bool = True) -> list[str]:
         """Vault-relative paths of notes, sorted; optionally only under ``folder``."""
