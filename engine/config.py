@@ -16,6 +16,7 @@ __all__ = [
     "HISTORY_FOLDER",
     "PROFILES",
     "TEST_MODES",
+    "UNCITED_FOLDERS",
     "Budgets",
     "RunConfig",
     "shad_home",
@@ -33,6 +34,9 @@ VERIFY_LEVELS = ("off", "basic", "build", "strict")  # engine.verify.LEVELS, kep
 TIERS = ("orchestrator", "worker", "leaf", "judge", "embedder")
 # Shad's own run history inside a vault: runs write there, retrieval leaves it out unless asked.
 HISTORY_FOLDER = "Shad/History"
+# Shad's working notes: reports about the vault, unreviewed learnings, scratch. Never a source of a run
+# (verified learnings, in Shad/Learnings, are: a person promoted them).
+UNCITED_FOLDERS = ("Shad/Reports", "Shad/Staging", "Shad/Scratch")
 
 
 def shad_home() -> Path:
@@ -109,6 +113,8 @@ class RunConfig:
     write_files: bool = False  # nothing is written unless this and ``output`` are both given
     output: str | None = None  # the folder the code is written into, and nothing outside it
     overwrite: bool = False  # may existing files under ``output`` be replaced?
+    garden: bool = False  # propose a type for untyped notes the run read (through the approval queue)
+    learn: bool = False  # propose the cited answer as a learning (a staging note a person promotes)
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():

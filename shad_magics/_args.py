@@ -39,6 +39,10 @@ SUBCOMMANDS = (
     "config",
     "providers",
     "checkpoint",
+    "ingest",
+    "sources",
+    "approvals",
+    "learnings",
 )
 # What a run does when it needs a human (shad_magics._checkpoints maps them to the engine's policies).
 CHECKPOINT_POLICIES = ("auto", "fail", "approve", "skip", "pause", "off")
@@ -102,6 +106,8 @@ def _run_parser() -> _Parser:
     add("--history-dir", help="Where the run's history goes (default: <vault>/Shad/History/Runs).")
     add("--include-history", action="store_true", default=None, help="Let retrieval cite earlier runs.")
     add("--no-code-mode", action="store_true", help="Search directly instead of retrieval scripts.")
+    add("--garden", action="store_true", help="Propose types for untyped notes read (shad approvals).")
+    add("--learn", action="store_true", help="Propose the answer as a learning note.")
     add("--profile", choices=("strict", "local", "extended"), help="Sandbox profile.")
     add("--from", dest="replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
     add("--no-cache", action="store_true", help="Neither read nor write the cache.")
@@ -183,6 +189,10 @@ def parse_run(line: str) -> RunArgs:
         value = getattr(ns, dest)
         if value is not None:
             opts[name] = value
+    if ns.garden:
+        opts["garden"] = True
+    if ns.learn:
+        opts["learn"] = True
     if ns.no_code_mode:
         opts["code_mode"] = False
     if ns.no_cache:  # only when given: the engine's defaults stay the engine's
@@ -277,9 +287,30 @@ def _sub_parsers() -> dict[str, _Parser]:
     p.add_argument("query", nargs="+")
     p.add_argument("--vault", action="append", default=[], metavar="DIR")
     p.add_argument("--limit", type=int, default=10)
-    new("analyze").add_argument("run_id")
+    p = new("analyze")  # with a run id: that run's analysis; without: the vault's gap analysis
+    p.add_argument("run_id", nargs="?")
+    p.add_argument("--vault", action="append", default=[], metavar="DIR")
+    p.add_argument("--llm-audit", action="store_true")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--no-write", action="store_true")
     new("config").add_argument("pairs", nargs="*", metavar="KEY=VALUE")
     new("providers")
+    p = new("approvals")  # the approval queue (shad_magics._curation_lines)
+    p.add_argument("action", nargs="?", choices=("approve", "reject", "log"))
+    p.add_argument("id", nargs="?", type=int, help="The approval to decide (or, with log, to list).")
+    p.add_argument("--note", default="", help="A note kept with the decision.")
+    p.add_argument("--all", action="store_true", help="List decided requests too.")
+    p.add_argument("--vault", metavar="DIR", help="Only this vault's requests.")
+    p = new("learnings")
+    p.add_argument("--vault", metavar="DIR", help="The vault (default: the session's first).")
+    p.add_argument("--status", choices=("staging", "verified", "rejected"))
+    p = new("ingest")
+    p.add_argument("source", metavar="PATH_OR_URL")
+    p.add_argument("--vault", metavar="DIR", help="The vault (default: the session's first).")
+    p.add_argument("--preset", choices=("mirror", "docs", "deep"), default="docs")
+    p.add_argument("--domain", metavar="NAME", help="The folder under Sources/ (default: host or local).")
+    p.add_argument("-y", "--yes", action="store_true", help="The confirmation: write the snapshot.")
+    new("sources").add_argument("source_id", nargs="?")
     return parsers
 
 

@@ -10,8 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from traitlets import TraitError
+
 from engine import Run, VaultSet
 from engine.runs.dag import Dag, Node
+
+from ._errors import ShadUsageError
 
 __all__ = ["Analysis", "Info", "analyze", "export", "providers", "runs", "search", "status", "trace"]
 
@@ -254,3 +258,28 @@ class Analysis:
 
 def analyze(run_id: str) -> Analysis:
     return Analysis(Run.load(run_id))
+
+
+def config_changes(traits: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, tuple[str, Any]]:
+    """``%shad config KEY=VALUE ...`` -> {setting: (text as given, value)}; an unknown setting, a missing
+    vault folder or a bad value is a usage error before any setting changes."""
+    vaults: list[str] = []
+    changes: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in traits:
+            raise ShadUsageError(f"unknown setting {key!r}", hint=f"settings: {', '.join(sorted(traits))}")
+        if key == "vault":
+            path = Path(value).expanduser()
+            if not path.is_dir():
+                raise ShadUsageError(f"vault folder not found: {path}", hint="give the folder of your notes")
+            vaults.append(str(path.resolve()))
+            continue
+        try:
+            changes[key] = (value, traits[key].from_string(value))
+        except (TraitError, ValueError) as exc:
+            raise ShadUsageError(
+                f"bad value for {key}: {value!r}", hint=f"{key} takes {traits[key].info()}"
+            ) from exc
+    if vaults:
+        changes["vault"] = (" ".join(vaults), vaults)
+    return changes

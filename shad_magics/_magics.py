@@ -52,8 +52,8 @@ class _PathList(List):  # type: ignore[type-arg]
 @magics_class
 class ShadMagics(Magics):
     """``%%shad run [options]`` runs the cell's goal over the vault(s); ``%shad status|trace|resume|
-    checkpoint|export|runs|search|analyze|config|providers`` look at runs and vaults. Errors always
-    raise."""
+    checkpoint|export|runs|search|analyze|config|providers`` look at runs and vaults, and ``%shad
+    ingest|sources|approvals|learnings`` curate them. Errors always raise."""
 
     vault = _PathList(
         Unicode(),
@@ -246,10 +246,46 @@ class ShadMagics(Magics):
         return _lines.search(" ".join(ns.query), vaults, ns.limit)
 
     def _sub_analyze(self, ns: Any) -> Any:
-        return _lines.analyze(ns.run_id)
+        if ns.run_id:
+            return _lines.analyze(ns.run_id)
+        from ._analyze_lines import gap_analysis  # the vault's gap analysis (engine.curation)
+
+        vaults, write = ns.vault or _launch.default_vaults(self), not ns.no_write
+        return gap_analysis(
+            vaults,
+            llm_audit=ns.llm_audit,
+            write=write,
+            top=ns.top,
+            provider=self.provider,
+            display=self._display,
+        )
 
     def _sub_providers(self, ns: Any) -> Any:
         return _lines.providers()
+
+    def _sub_approvals(self, ns: Any) -> Any:
+        from . import _curation_lines
+
+        terminal = type(self.shell).__name__ == "TerminalInteractiveShell"  # no widget can show there
+        return _curation_lines.approvals(ns, None if terminal else self._display)
+
+    def _sub_learnings(self, ns: Any) -> Any:
+        from . import _curation_lines
+
+        return _curation_lines.learnings(ns.vault or _launch.default_vaults(self)[0], ns.status)
+
+    def _sub_ingest(self, ns: Any) -> Any:
+        """Without --yes, a usage error that says what would be written (the confirmation)."""
+        from . import _ingest_lines
+
+        vault = ns.vault or _launch.default_vaults(self)[0]
+        return _ingest_lines.ingest_source(ns.source, vault, preset=ns.preset, yes=ns.yes, domain=ns.domain)
+
+    def _sub_sources(self, ns: Any) -> Any:
+        """``%shad sources [SOURCE_ID]``: the shadow index as a DataFrame (or one source's snapshots)."""
+        from . import _ingest_lines
+
+        return _ingest_lines.sources(ns.source_id)
 
     def _sub_resume(self, ns: Any) -> Any:
         from ._args import extra_tokens
@@ -315,29 +351,7 @@ class ShadMagics(Magics):
 
     def _sub_config(self, ns: Any) -> Any:
         traits = self.traits(config=True)
-        vaults: list[str] = []
-        changes: dict[str, Any] = {}
-        for key, value in parse_config_pairs(ns.pairs):
-            if key not in traits:
-                raise ShadUsageError(
-                    f"unknown setting {key!r}", hint=f"settings: {', '.join(sorted(traits))}"
-                )
-            if key == "vault":
-                path = Path(value).expanduser()
-                if not path.is_dir():
-                    raise ShadUsageError(
-                        f"vault folder not found: {path}", hint="give the folder of your notes"
-                    )
-                vaults.append(str(path.resolve()))
-                continue
-            try:
-                changes[key] = (value, traits[key].from_string(value))
-            except (TraitError, ValueError) as exc:
-                raise ShadUsageError(
-                    f"bad value for {key}: {value!r}", hint=f"{key} takes {traits[key].info()}"
-                ) from exc
-        if vaults:
-            changes["vault"] = (" ".join(vaults), vaults)
+        changes = _lines.config_changes(traits, parse_config_pairs(ns.pairs))
         before = {key: getattr(self, key) for key in changes}
         for key, (text, value) in changes.items():
             try:

@@ -93,8 +93,10 @@ def test_public_surface_and_synced_traits() -> None:
     assert mine <= synced
     for name in mine:
         assert CheckpointWidget.class_traits()[name].help, name
-    assert str(CheckpointWidget._esm) == (STATIC / "checkpoint.js").read_text()  # shipped, not fetched
-    assert str(CheckpointWidget._css) == (STATIC / "checkpoint.css").read_text()
+    # Shipped, not fetched: what it shares with the approval widget first, then its own.
+    read = {f.name: f.read_text() for f in STATIC.iterdir()}
+    assert CheckpointWidget._esm == read["decision.js"] + read["checkpoint.js"]
+    assert CheckpointWidget._css == read["decision.css"] + read["checkpoint.css"]
 
 
 def test_it_shows_the_checkpoint(paused: Run) -> None:
@@ -249,17 +251,28 @@ def test_the_run_resumes_once_every_pending_checkpoint_is_decided(vault: Path) -
 # --- the files it ships ------------------------------------------------------------------------------------
 
 
-def test_every_css_rule_is_scoped_to_the_widget() -> None:
-    css = re.sub(r"/\*.*?\*/", "", (STATIC / "checkpoint.css").read_text(), flags=re.S)
-    assert "@" not in css  # no @import, no @font-face, no global keyframes
-    selectors = [s.strip() for head in re.findall(r"([^{}]+)\{", css) for s in head.split(",")]
-    assert len(selectors) > 20
+def css_selectors(name: str) -> list[str]:
+    """Every selector of a shipped stylesheet (comments left out); none may be an at-rule."""
+    css = re.sub(r"/\*.*?\*/", "", (STATIC / name).read_text(), flags=re.S)
+    assert "@" not in css, name  # no @import, no @font-face, no global keyframes
+    return [s.strip() for head in re.findall(r"([^{}]+)\{", css) for s in head.split(",")]
+
+
+@pytest.mark.parametrize(
+    ("name", "scope", "at_least"),
+    [("decision.css", "shad-decision", 20), ("checkpoint.css", "shad-checkpoint", 10)],
+)
+def test_every_css_rule_is_scoped_to_the_widget(name: str, scope: str, at_least: int) -> None:
+    """Both stylesheets it ships: the shared one under the class both decision widgets' roots carry,
+    its own under its own class."""
+    selectors = css_selectors(name)
+    assert len(selectors) >= at_least
     for selector in selectors:
-        assert re.match(r"^\.shad-checkpoint(\[[^\]]+\])?( |$)", selector), selector
+        assert re.match(rf"^\.{scope}(\[[^\]]+\])?( |$)", selector), selector
 
 
 def test_the_js_fetches_nothing_and_sets_text_only() -> None:
-    code = re.sub(r"^\s*//[^\n]*", "", (STATIC / "checkpoint.js").read_text(), flags=re.M)
+    code = re.sub(r"^\s*//[^\n]*", "", CheckpointWidget._esm, flags=re.M)  # decision.js + checkpoint.js
     assert not re.findall(r"https?://", code)
     assert not re.search(r"^\s*import\b|\bimport\s*\(", code, re.M)
     for word in ("fetch(", "XMLHttpRequest", "WebSocket", "EventSource", "innerHTML", "cdn"):
@@ -267,12 +280,12 @@ def test_the_js_fetches_nothing_and_sets_text_only() -> None:
     assert '{ type: "decide", action, text: box.value }' in code  # the message Python handles
     for action in engine.CHECKPOINT_ACTIONS:
         assert f'["{action}", "' in code
-    assert re.search(r"^export default \{ render \};$", code, re.M)
+    assert re.findall(r"^export\b.*$", code, re.M) == ["export default { render };"]  # none in decision.js
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_js_parses(tmp_path: Path) -> None:
     module = tmp_path / "checkpoint.mjs"
-    shutil.copy(STATIC / "checkpoint.js", module)
+    module.write_text(CheckpointWidget._esm)  # decision.js + checkpoint.js: one module, no name twice
     out = subprocess.run(["node", "--check", str(module)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -98,7 +98,7 @@ def front_end_selects(explorer: DagExplorer, node_id: str) -> None:
 
 
 def test_public_surface_and_synced_traits() -> None:
-    assert widgets.__all__ == ["CheckpointWidget", "DagExplorer"]
+    assert widgets.__all__ == ["ApprovalWidget", "CheckpointWidget", "DagExplorer"]
     synced = {"run_id", "goal", "status", "notice", "nodes", "edges", "budget", "selected", "details"}
     traits = DagExplorer.class_traits()
     for name in synced:

@@ -41,3 +41,17 @@ def test_conflict_copies_are_never_cited_and_are_listed(vault: Path, code_mode: 
         "Brewing/Espresso.sync-conflict-20260402-101010-ABCDEF.md": "Brewing/Espresso.md",
     }
     assert "## Diagnostics" in r.report and "Espresso.sync-conflict-20260402-101010-ABCDEF.md" in r.report
+
+
+@pytest.mark.parametrize("code_mode", [False, True])
+def test_shads_working_notes_are_never_sources_but_verified_learnings_are(
+    vault: Path, code_mode: bool
+) -> None:
+    text = "# Espresso grinder\n\nFor espresso use grinder setting 12 and a dose of 18 g at a 1:2 ratio.\n"
+    for folder in ("Shad/Reports", "Shad/Staging", "Shad/Scratch", "Shad/Learnings"):
+        (vault / folder).mkdir(parents=True, exist_ok=True)
+        (vault / folder / "Espresso grinder setting.md").write_text(text, encoding="utf-8")
+    r = run(RunConfig(GOAL, (str(vault),), provider="offline", code_mode=code_mode))
+    cited = {c["path"] for c in r.summary["citations"]}
+    assert not any(p.startswith(("Shad/Reports", "Shad/Staging", "Shad/Scratch")) for p in cited)
+    assert "Shad/Learnings/Espresso grinder setting.md" in cited

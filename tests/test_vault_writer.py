@@ -189,3 +189,10 @@ def test_conflict_copies_are_left_out_of_search_and_listed(tmp_path: Path) -> No
         "Brewing/Espresso (conflict 2026-04-02).md": "Brewing/Espresso.md",
         "Brewing/Espresso.sync-conflict-20260402-101010-ABCDEF.md": "Brewing/Espresso.md",
     }
+
+
+def test_brackets_in_code_are_not_links(vault: Path) -> None:
+    code = "```python\ndef f(cb: Callable[[int], None]) -> None: ...\n```"
+    body = f"See [[Notes/Espresso]].\n\n{code}\n\n`x[[0]]`\n"
+    result = VaultWriter(vault).write_note("Code/f.md", body)
+    assert result.action == "created" and result.unresolved_links == []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -19,9 +18,10 @@ import traitlets as t
 import engine
 from engine.errors import ShadError, UsageError
 
+from ._decision import answer_decisions, static_text, with_text_views
+
 __all__ = ["STATES", "CheckpointWidget"]
 
-_STATIC = Path(__file__).parent / "static"
 STATES = ("waiting", "resuming", "resumed", "failed")
 # What an action needs in the text box, and how to say it is missing (the engine checks again).
 _NEEDS_TEXT = {
@@ -43,8 +43,8 @@ class CheckpointWidget(anywidget.AnyWidget):
     in ``message`` and leave the buttons usable.
     """
 
-    _esm = _STATIC / "checkpoint.js"
-    _css = _STATIC / "checkpoint.css"
+    _esm = static_text("checkpoint.js")  # decision.js, then checkpoint.js
+    _css = static_text("checkpoint.css")
 
     run_id = t.Unicode("", help="The paused run.").tag(sync=True)
     node_id = t.Unicode("", help="The node waiting for a decision.").tag(sync=True)
@@ -89,7 +89,8 @@ class CheckpointWidget(anywidget.AnyWidget):
             self.decision = dict(decided)
             if decided:
                 self.message = f"Already decided: {decided.get('action')}."
-        self.on_msg(self._on_front_end_msg)
+        # {"type": "decide", "action": ..., "text": ...} from a button; the reply: decided or rejected
+        answer_decisions(self, "text", "rejected")
 
     # --- deciding ------------------------------------------------------------------------------------
 
@@ -161,24 +162,11 @@ class CheckpointWidget(anywidget.AnyWidget):
             if message is not None:
                 self.message = message
 
-    def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """``{"type": "decide", "action": ..., "text": ...}`` from a button; the reply lets the front end
-        enable its buttons again even when ``message`` did not change."""
-        if not isinstance(content, dict) or content.get("type") != "decide":
-            return
-        try:
-            ok = self.decide(str(content.get("action") or ""), str(content.get("text") or ""))
-        except Exception as exc:  # a bug or a full disk: say so, and never leave the buttons greyed out
-            self.message, ok = f"Could not record the decision ({type(exc).__name__}: {exc}).", False
-        self.send({"type": "decided" if ok else "rejected", "message": self.message})
-
     # --- display -------------------------------------------------------------------------------------
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, plus text for places that cannot render widgets (a terminal, nbconvert)."""
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data, metadata = bundle if bundle is not None else ({}, {})
-        return {**data, "text/plain": self.summary(), "text/markdown": self.summary(markdown=True)}, metadata
+        return with_text_views(super()._repr_mimebundle_(**kwargs), self.summary)
 
     def summary(self, markdown: bool = False) -> str:
         """One paragraph: node, task, why it waits, and how to decide without the widget."""

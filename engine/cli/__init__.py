@@ -67,6 +67,20 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "verify_cmd",
         "Check the code in a project folder or a manifest.json.",
     ),
+    "ingest": (
+        "_ingest",
+        "ingest_cmd",
+        "Bring a folder, git repository or git URL into the vault as an immutable, provenance-stamped "
+        "snapshot.",
+    ),
+    "enrich": ("_ingest", "enrich_cmd", "Add a symbol and module index to an ingested snapshot."),
+    "sources": ("_sources", "sources_group", "The ingested sources and their snapshots (the shadow index)."),
+    "learnings": ("_curation", "learnings_group", "Notes runs proposed: list them, promote or reject them."),
+    "approvals": (
+        "_curation",
+        "approvals_group",
+        "Deletes and publishing wait here for a person: list, approve or reject them.",
+    ),
 }
 
 

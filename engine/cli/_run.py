@@ -102,6 +102,10 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
     "--no-code-mode", is_flag=True, help="Search directly instead of model-written retrieval scripts."
 )
 @click.option(
+    "--garden", is_flag=True, help="Propose a type for untyped notes the run reads (to shad approvals)."
+)
+@click.option("--learn", is_flag=True, help="Propose the answer as a learning note (shad learnings promote).")
+@click.option(
     "--profile",
     type=click.Choice(["strict", "local", "extended"]),
     default="strict",
@@ -141,6 +145,8 @@ def run_cmd(
     history_dir: str | None,
     include_history: bool,
     no_code_mode: bool,
+    garden: bool,
+    learn: bool,
     profile: str,
     replay_from: str | None,
     no_cache: bool,
@@ -195,6 +201,8 @@ def run_cmd(
         history_dir=history_dir,
         include_history=include_history,
         code_mode=not no_code_mode,
+        garden=garden,
+        learn=learn,
         profile=profile,
         budgets=Budgets(
             max_depth=max_depth,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -296,3 +297,87 @@ def links_cmd(path: str, vaults: tuple[str, ...], depth: int, as_json: bool) -> 
     for key in ("outgoing", "unresolved", "backlinks", "neighbors"):
         label = f"{key} (depth {depth})" if key == "neighbors" else key
         out.print(f"[bold]{label}[/]: " + (", ".join(escape(x) for x in data[key]) or "[dim]none[/]"))
+
+
+@vault_group.command("analyze")
+@click.option(
+    "--vault", "vault", required=True, metavar="DIR", help="The vault whose recorded runs to analyse."
+)
+@click.option(
+    "--llm-audit",
+    is_flag=True,
+    help="Also ask a model to audit each topic (needs a key; without a model its weight is redistributed).",
+)
+@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="Topics to show.")
+@click.option("--no-write", is_flag=True, help="Do not write the report note into the vault.")
+@json_option
+def analyze_cmd(vault: str, llm_audit: bool, top: int, no_write: bool, as_json: bool) -> None:
+    """Gap analysis: rank the topics the vault's recorded runs struggled with (gap = 0.55 history pain
+    + 0.25 coverage miss + 0.20 model audit) with evidence and suggested additions, and write the
+    report note Shad/Reports/Vault analysis <date>.md."""
+    from ..curation import analyze_vault, write_gap_report
+
+    report = analyze_vault(vault, llm_audit=llm_audit, top=top)
+    if report.runs_analyzed and not no_write:
+        write_gap_report(report)
+    if as_json:
+        _print_json(report.to_dict())
+        return
+    if not report.runs_analyzed:
+        out.print(escape(report.message))
+        return
+    out.print(
+        f"[bold]{escape(report.vault_id)}[/]: {report.runs_analyzed} run(s), {report.topics_total} topic(s); "
+        f"model audit: {escape(report.audit)}"
+    )
+    table = Table()
+    table.add_column("#", justify="right")
+    table.add_column("topic")
+    for name in ("gap", "pain", "coverage", "audit", "runs", "queries"):
+        table.add_column(name, justify="right")
+    for i, t in enumerate(report.topics, 1):
+        table.add_row(
+            str(i),
+            escape(t.topic),
+            f"{t.gap_score:.2f}",
+            f"{t.history_pain:.2f}",
+            f"{t.coverage_miss:.2f}",
+            "—" if t.audit is None else f"{t.audit:.2f}",
+            str(len(t.runs)),
+            str(t.asks),
+        )
+    out.print(table)
+    for i, t in enumerate(report.topics, 1):
+        out.print(f"[bold]{i}. {escape(t.topic)}[/] [dim]({t.priority} priority)[/]")
+        for line in _evidence(t.runs, t.queries, t.signals):
+            out.print(f"   {escape(line)}")
+        for suggestion in t.suggestions:
+            out.print(f"   [green]+[/] {escape(suggestion)}")
+    out.print(f"[dim]weights: {escape(report.weights_note)}[/]")
+    if report.report_path:
+        out.print(f"report note: {escape(str(Path(report.vault) / report.report_path))}")
+    else:
+        out.print("[dim]no report note written (--no-write)[/]")
+
+
+def _evidence(runs: list[str], queries: list[str], signals: dict[str, Any]) -> list[str]:
+    shown = ", ".join(runs[:4]) + (f" (+{len(runs) - 4} more)" if len(runs) > 4 else "")
+    asked = "; ".join(f"“{q}”" for q in queries[:3]) + (
+        f" (+{len(queries) - 3} more)" if len(queries) > 3 else ""
+    )
+    found = [f"runs: {shown}", f"asked: {asked}"]
+    median = signals.get("median_retrieval_score")
+    parts = [f"median retrieval {median:.2f}"] if median is not None else []
+    for key, label in (
+        ("low_score", "low"),
+        ("fallback", "fallback"),
+        ("trouble", "failed/checkpointed"),
+        ("nothing_found", "nothing found"),
+        ("repeated", "asked again"),
+    ):
+        if signals.get(key):
+            parts.append(f"{label} {signals[key]:.0%}")
+    parts.append(
+        f"{signals.get('asks_supported', 0)}/{signals.get('asks_checked', 0)} asks supported by a note"
+    )
+    return [*found, ", ".join(parts)]

@@ -21,9 +21,11 @@ from ._approvals import (
     pending_approvals,
     reject,
     request_delete,
+    request_frontmatter,
     request_publish,
 )
 from ._enrich import EnrichResult, enrich, enrich_folder
+from ._garden import TypeProposal, infer_type, propose_types
 from ._git import GitError
 from ._ingest import ConsentRequired, IngestPlan, IngestResult, ingest, plan_ingest
 from ._learnings import (
@@ -64,6 +66,7 @@ __all__ = [
     "SnapshotRecord",
     "SourceRecord",
     "TopicGap",
+    "TypeProposal",
     "UpdateOutcome",
     "analyze_vault",
     "approval_log",
@@ -73,15 +76,18 @@ __all__ = [
     "enrich_folder",
     "gap_report_markdown",
     "get_approval",
+    "infer_type",
     "ingest",
     "learnings",
     "pending_approvals",
     "plan_ingest",
     "promote_learning",
     "propose_learning",
+    "propose_types",
     "reject",
     "reject_learning",
     "request_delete",
+    "request_frontmatter",
     "request_publish",
     "update_sources",
     "write_gap_report",

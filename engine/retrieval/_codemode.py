@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..codemode import Sandbox, SandboxError
-from ..config import HISTORY_FOLDER
+from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
 from ..vault import VaultSet
 from ._direct import (
@@ -247,6 +247,8 @@ class CodeModeRetriever:
             return "empty text"
         if not self.include_history and path.startswith(HISTORY_FOLDER + "/"):
             return "run history is not cited unless asked (--include-history)"
+        if any(path.startswith(folder + "/") for folder in UNCITED_FOLDERS):
+            return "Shad's working notes (reports, unreviewed learnings, scratch) are not sources"
         try:
             note = self.vaults.get(vault_id).read_note(path)
         except Exception as exc:  # a name the script invented, or a path outside the vault

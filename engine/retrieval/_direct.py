@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from ..config import HISTORY_FOLDER
+from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..text import parse_query, stem
 from ..vault import Hit, Note, VaultSet
 from .citations import make_citation
@@ -148,7 +148,7 @@ class DirectSearchRetriever:
     def __init__(self, vaults: VaultSet, *, include_history: bool = False, limit: int = 6) -> None:
         self.vaults = vaults
         self.limit = limit
-        self.exclude = () if include_history else (HISTORY_FOLDER,)
+        self.exclude = UNCITED_FOLDERS + (() if include_history else (HISTORY_FOLDER,))
 
     async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
         return await asyncio.to_thread(self._retrieve, task, goal)

@@ -98,8 +98,10 @@ class CodeSource:
         if self._vault_pool is not None and not node.retrieval.get("notes"):
             return self._vault_pool
         vaults = self.ctx.vaults
-        seeds = [str(n[1]) for n in node.retrieval.get("notes", [])]
-        seeds += [h.path for h in vaults.search(self.ctx.config.goal, limit=15)]
+        # The goal's own hits first: the same for every node and every run, whatever each node's
+        # retrieval found (a sandbox timing out under load must not change which code a run copies).
+        seeds = [h.path for h in vaults.search(self.ctx.config.goal, limit=15)]
+        seeds += [str(n[1]) for n in node.retrieval.get("notes", [])]
         texts: dict[str, str] = {}
         order = list(dict.fromkeys(seeds))
         for path in order[:40]:

@@ -53,6 +53,10 @@ class RunState:
     stale_nodes: int = 0
     software: dict[str, Any] | None = None  # a software run's code: files, checks, writes (summary)
     software_report: list[str] = field(default_factory=list)  # its sections in the report
+    garden: list[dict[str, Any]] = field(default_factory=list)  # --garden: the type proposals made
+    garden_report: list[str] = field(default_factory=list)
+    learning: str | None = None  # --learn: the staging note proposed
+    learn_report: list[str] = field(default_factory=list)
 
 
 @dataclass

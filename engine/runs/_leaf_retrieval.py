@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 from ..codemode import Sandbox
-from ..config import HISTORY_FOLDER
+from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..errors import ShadError
 from ..events import CheckpointDecided, CheckpointOpened, RetrievalMode
 from ..llm import LLMRequest, LLMResponse
@@ -72,7 +72,7 @@ class LeafRetrieval:
             ctx.emit(RetrievalMode(mode="direct", reason="--no-code-mode"))
             return
         try:
-            exclude = () if ctx.config.include_history else (HISTORY_FOLDER,)
+            exclude = UNCITED_FOLDERS + (() if ctx.config.include_history else (HISTORY_FOLDER,))
             self.sandbox = Sandbox(ctx.vaults, profile=ctx.config.profile, exclude=exclude)
         except ShadError as exc:
             ctx.emit(RetrievalMode(mode="direct", reason=f"sandbox unavailable: {exc.message}"))

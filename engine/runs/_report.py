@@ -186,6 +186,9 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     body = _body(run)
     if state.software_report:  # the files cite their notes: those citations are checked like any other
         body = body.rstrip() + "\n\n" + "\n".join(state.software_report)
+    for section in (state.garden_report, state.learn_report):
+        if section:
+            body = body.rstrip() + "\n\n" + "\n".join(section)
     resolved = cite.resolve_citations(cite.extract_citations(body), ctx.vaults)
     citations, _ = cite.summarize(resolved)
     unresolved = [
@@ -235,6 +238,8 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],
         "checkpoints": [c.to_dict() for c in checkpoints],
         "diagnostics": {"conflict_copies": conflict_copies},
+        "garden": state.garden if ctx.config.garden else None,
+        "learning": state.learning,
     }
     if state.software is not None:
         run.summary["software"] = state.software

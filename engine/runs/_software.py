@@ -145,6 +145,11 @@ class SoftwareBuild:
             await self._produce(node, "tests", "tests", _INSTRUCTIONS["tdd"])
 
     async def _implementation(self, node: Node) -> None:
+        if not self.source.has_model:  # contract files only this node's notes hold are still contracts
+            late = await self.source.from_vault(node, "contracts")
+            if late:
+                paths = self.ws.add(late, contract=True)
+                self.ctx.emit(CodeProduced(node=node.id, step="vault", files=paths))
         extra = _INSTRUCTIONS["co"] if self.tests_mode == "co" else ""
         await self._produce(node, "implementation", "implementation", _INSTRUCTIONS["implementation"] + extra)
         await self.checks.local(node)

@@ -33,6 +33,7 @@ from ..store import StoreUnavailableError
 from ..vault import is_conflict_copy
 from ._cache_steps import CacheSteps
 from ._context import RunContext, failure
+from ._curating import garden, learn
 from ._leaf_retrieval import LeafRetrieval, NeedsHuman, SkippedByHuman
 from ._model_calls import BudgetExhausted, ModelCalls
 from ._planning import Planner
@@ -80,6 +81,8 @@ class Orchestrator:
                         ctx.state.fresh = replayed(ctx.replay, run.dag)
                 await self._run_dag()
                 await self.software.finish()
+                await garden(ctx)
+                await learn(ctx)
             except asyncio.CancelledError:
                 ctx.state.stop_reason = "interrupted"
                 ctx.prune_unstarted("run interrupted")

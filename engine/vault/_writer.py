@@ -226,7 +226,7 @@ class VaultWriter:
                 raise WriteRefusedError(f"frontmatter cannot be written as YAML: {exc}") from None
             if len(block) > _MAX_FRONTMATTER or not isinstance(back, dict):
                 raise WriteRefusedError("frontmatter is too large or does not read back as a mapping")
-        for line in body.splitlines():
+        for line in _prose(body).splitlines():
             if line.count("[[") > line.count("]]"):
                 raise WriteRefusedError(
                     f"a wikilink never closes: {line.strip()[:120]!r}", hint="close it with ]]"
@@ -236,7 +236,7 @@ class VaultWriter:
     def _unresolved(self, text: str) -> list[str]:
         """Link targets that name no note (by path, or by name as Obsidian resolves short links)."""
         out = set()
-        for target in _WIKILINK.findall(text):
+        for target in _WIKILINK.findall(_prose(text)):
             name = target.split("|", 1)[0].split("#", 1)[0].strip()
             if not name or any((self.root / c).is_file() for c in (name, f"{name}.md")):
                 continue
@@ -335,6 +335,15 @@ class VaultWriter:
             yield fd, name
         finally:
             os.close(fd)
+
+
+_FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
+
+
+def _prose(text: str) -> str:
+    """The text without fenced and inline code: ``Callable[[int], None]`` in code is not a link."""
+    return _INLINE_CODE.sub("", _FENCED.sub("", text))
 
 
 def _path_problem(rel: str) -> str:

@@ -1,6 +1,7 @@
-// Shad's checkpoint widget: a node waiting for a person, and the five decisions. Plain ES module for
-// anywidget: no imports, nothing fetched, all text set through textContent (tasks and note previews
-// come from the vault and the model, never trusted as HTML).
+// Shad's checkpoint widget: a node waiting for a person, and the five decisions. Its ES module for
+// anywidget is decision.js (h, decisionFrame, decisionMessage, decisionWiring) followed by this file:
+// no imports, nothing fetched, all text set through textContent (tasks and note previews come from the
+// vault and the model, never trusted as HTML).
 
 const ACTIONS = [
   ["approve", "Approve", "Use the context retrieval found, weak as it is"],
@@ -16,13 +17,6 @@ const STATE_TEXT = {
   failed: "resume failed",
 };
 const PREVIEW = 220;
-
-function h(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 function clip(text, n) {
   const t = String(text || "").replace(/\s+/g, " ").trim();
@@ -42,38 +36,25 @@ function label(key) {
 }
 
 function render({ model, el }) {
-  const uid = Math.random().toString(36).slice(2, 10);
-  const root = h("div", "shad-checkpoint");
-  const header = h("div", "shad-checkpoint__header");
-  const title = h("span", "shad-checkpoint__title", "Checkpoint");
-  const node = h("code", "shad-checkpoint__node");
-  const badge = h("span", "shad-checkpoint__state");
-  const run = h("code", "shad-checkpoint__run");
+  const { part, root, header, title, badge, box, boxLabel, buttons, byAction, message } = decisionFrame("checkpoint", {
+    title: "Checkpoint",
+    actions: ACTIONS,
+    box: {
+      name: "text",
+      rows: 2,
+      placeholder: "Hint: what to look for — or, for Edit, the notes to use (Folder/Note, Other note)",
+      label: "Hint, or the notes to use for Edit",
+    },
+    onAction: send,
+  });
+  const node = part("code", "node", "code");
+  const run = part("code", "run", "ref");
   header.append(title, node, badge, run);
   const task = h("p", "shad-checkpoint__task");
   // Divs and spans, not dl/dt/dd: host pages style those globally (JupyterLab floats and sizes them).
-  const why = h("div", "shad-checkpoint__why");
+  const why = part("div", "why", "rows");
   const signals = h("div", "shad-checkpoint__signals");
   const found = h("div", "shad-checkpoint__found");
-  const box = h("textarea", "shad-checkpoint__text");
-  box.id = `shad-checkpoint-text-${uid}`;
-  box.rows = 2;
-  box.placeholder = "Hint: what to look for — or, for Edit, the notes to use (Folder/Note, Other note)";
-  const boxLabel = h("label", "shad-checkpoint__text-label", "Hint, or the notes to use for Edit");
-  boxLabel.htmlFor = box.id;
-  const buttons = h("div", "shad-checkpoint__buttons");
-  const byAction = new Map();
-  for (const [action, text, tip] of ACTIONS) {
-    const b = h("button", "shad-checkpoint__button", text);
-    b.type = "button";
-    b.title = tip;
-    b.dataset.action = action;
-    b.addEventListener("click", () => send(action));
-    byAction.set(action, b);
-    buttons.appendChild(b);
-  }
-  const message = h("div", "shad-checkpoint__message");
-  message.setAttribute("role", "status");
   root.append(header, task, why, signals, found, boxLabel, box, buttons, message);
   el.appendChild(root);
 
@@ -107,9 +88,7 @@ function render({ model, el }) {
     root.dataset.state = state;
     badge.dataset.state = state;
     badge.textContent = decision.action && state === "waiting" ? `decided: ${decision.action}` : STATE_TEXT[state] || state;
-    const text = model.get("message") || "";
-    message.textContent = text;
-    message.hidden = !text;
+    decisionMessage(message, model.get("message"));
     drawButtons();
   }
 
@@ -121,7 +100,7 @@ function render({ model, el }) {
     why.replaceChildren();
     for (const [k, v] of [["Why it stopped", cp.reason], ["Why it matters", cp.impact]]) {
       if (!v) continue;
-      why.append(h("span", "shad-checkpoint__label", k), h("span", "shad-checkpoint__value", v));
+      why.append(part("span", "label", "label", k), part("span", "value", "value", v));
     }
     signals.replaceChildren();
     const sig = cp.signals || {};
@@ -132,7 +111,7 @@ function render({ model, el }) {
       for (const k of keys) {
         const item = h("div", "shad-checkpoint__signal");
         item.dataset.signal = k;
-        item.append(h("span", "shad-checkpoint__label", label(k)), h("span", "shad-checkpoint__value", value(sig[k])));
+        item.append(part("span", "label", "label", label(k)), part("span", "value", "value", value(sig[k])));
         list.appendChild(item);
       }
       signals.appendChild(list);
@@ -146,34 +125,26 @@ function render({ model, el }) {
     if (queries.length) found.appendChild(h("p", "shad-checkpoint__queries", "Queries: " + queries.join(" · ")));
     for (const item of context) {
       const block = h("div", "shad-checkpoint__excerpt");
-      block.append(h("code", "shad-checkpoint__cite", item.citation || item.path || ""), h("blockquote", "", clip(item.text, PREVIEW)));
+      block.append(part("code", "cite", "code", item.citation || item.path || ""), h("blockquote", "", clip(item.text, PREVIEW)));
       found.appendChild(block);
     }
     drawState();
   }
 
-  const onMsg = (msg) => {
-    if (msg && (msg.type === "decided" || msg.type === "rejected")) {
-      busy = false;
-      if (msg.type === "decided") box.value = "";
-      drawState();
-    }
+  function replied() {
+    busy = false;
+    drawState();
+  }
+
+  const redraw = {
+    checkpoint: drawCheckpoint,
+    node_id: drawCheckpoint,
+    run_id: drawCheckpoint,
+    decision: drawState,
+    state: drawState,
+    message: drawState,
   };
-  const handlers = [
-    ["change:checkpoint", drawCheckpoint],
-    ["change:node_id", drawCheckpoint],
-    ["change:run_id", drawCheckpoint],
-    ["change:decision", drawState],
-    ["change:state", drawState],
-    ["change:message", drawState],
-  ];
-  for (const [name, fn] of handlers) model.on(name, fn);
-  model.on("msg:custom", onMsg);
-  drawCheckpoint();
-  return () => {
-    for (const [name, fn] of handlers) model.off(name, fn);
-    model.off("msg:custom", onMsg);
-  };
+  return decisionWiring(model, { redraw, refusal: "rejected", box, onReply: replied, draw: drawCheckpoint });
 }
 
 export default { render };
