@@ -76,6 +76,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "enrich": ("_ingest", "enrich_cmd", "Add a symbol and module index to an ingested snapshot."),
     "sources": ("_sources", "sources_group", "The ingested sources and their snapshots (the shadow index)."),
     "learnings": ("_curation", "learnings_group", "Notes runs proposed: list them, promote or reject them."),
+    "serve": (
+        "_serve",
+        "serve_cmd",
+        "Serve the engine over HTTP: runs with live events (SSE), vault search, checkpoints and approvals.",
+    ),
+    "mcp": ("_mcp", "mcp_group", "Shad as an MCP server (stdio or streamable HTTP)."),
+    "watch": (
+        "_watch",
+        "watch_cmd",
+        "Run the task notes of a vault (type: task, status: pending) and mark them complete or failed.",
+    ),
     "approvals": (
         "_curation",
         "approvals_group",

@@ -33,7 +33,7 @@ vault_option = click.option(
     multiple=True,
     required=True,
     metavar="DIR",
-    help="Vault folder; repeat for layered vaults (first has priority).",
+    help="Vault folder, or mcp:COMMAND / mcp:URL of an MCP server; repeat for layered vaults.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
@@ -55,8 +55,11 @@ def _progress(label: str, enabled: bool) -> Iterator[Any]:
 
 
 def _open(paths: tuple[str, ...], show_progress: bool = True) -> VaultSet:
-    vaults = VaultSet([Vault(p) for p in paths])
+    """The vaults named: folders, or ``mcp:COMMAND`` / ``mcp:URL`` read through an MCP server."""
+    vaults = VaultSet([_remote(p) if p.startswith("mcp:") else Vault(p) for p in paths])
     for v in vaults:
+        if not isinstance(v, Vault):
+            continue  # the server keeps its own index
         if v.index.is_empty():
             with _progress(f"indexing {v.id}", show_progress) as update:
                 v.refresh(update)
@@ -68,6 +71,12 @@ def _open(paths: tuple[str, ...], show_progress: bool = True) -> VaultSet:
                 hint="point --vault at a folder that contains .md files",
             )
     return vaults
+
+
+def _remote(spec: str) -> Any:
+    from ..mcp import open_mcp_vault  # the MCP SDK loads only for an mcp: vault
+
+    return open_mcp_vault(spec)
 
 
 @click.group("vault")
@@ -125,6 +134,10 @@ def status_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
         _print_json(statuses[0] if len(statuses) == 1 else statuses)
         return
     for s in statuses:
+        if s.get("backend") == "mcp":  # a vault read through an MCP server: what the server tells
+            out.print(f"[bold]{escape(s['vault'])}[/] [dim]mcp: {escape(str(s['source']))}[/]")
+            out.print(f"  {s['notes']} notes, served by {escape(str(s['server']))}")
+            continue
         out.print(f"[bold]{escape(s['vault'])}[/] [dim]{escape(s['root'])}[/]")
         out.print(
             f"  {s['notes']} notes, {s['attachments']} attachments, {s['links']} links "

@@ -23,7 +23,7 @@ class VaultSet:
 
     def __init__(
         self,
-        vaults: Sequence[Vault | str | os.PathLike[str]],
+        vaults: Sequence[Vault | str | os.PathLike[str] | Any],
         *,
         priority_bonus: float = 0.1,
         per_vault: int | None = None,
@@ -34,7 +34,9 @@ class VaultSet:
         self.vaults: list[Vault] = []
         seen: set[str] = set()
         for v in vaults:
-            vault = v if isinstance(v, Vault) else Vault(v, include_history=include_history)
+            # A folder becomes a Vault; any other object with the Vault's read API (an MCP-backed vault,
+            # engine.mcp.McpVault) is used as it is.
+            vault = Vault(v, include_history=include_history) if isinstance(v, (str, os.PathLike)) else v
             base, n = vault.id, 2
             while vault.id in seen:
                 vault.id = f"{base}-{n}"
@@ -101,7 +103,8 @@ class VaultSet:
             bonus = self.priority_bonus * (last - self.vaults.index(v))
             # BM25's IDF grows with the log of a vault's size, so a small vault's best match scores low
             # next to a big vault's; dividing by that log puts the vaults on one scale before merging.
-            scale = 1.0 if len(chosen) == 1 else 10.0 / math.log(2 + v.index.passage_count())
+            index = getattr(v, "index", None)  # a remote vault has no local index to scale by
+            scale = 1.0 if len(chosen) == 1 or index is None else 10.0 / math.log(2 + index.passage_count())
             for hit in hits:
                 hit.score = round(hit.score * scale * (1 + bonus), 4)
                 merged.append(hit)
