@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from _demo import DEMO
+from _net import free_port, wait_until_listening
 
 from engine.errors import NoteNotFoundError, UsageError
 from engine.mcp import McpBackendError, McpVault, open_mcp_vault
@@ -97,23 +96,13 @@ def test_errors_and_parallel_calls(remote: McpVault) -> None:
 
 
 def test_streamable_http_url(vault: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV} | _env()
     proc = subprocess.Popen(
         _serve_argv(vault, "--http", str(port)), env=env, cwd=REPO, stderr=subprocess.PIPE
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.1)
+        wait_until_listening(proc, port)
         with open_mcp_vault(f"mcp:http://127.0.0.1:{port}/mcp", id="web") as mv:
             local = Vault(vault)
             local.refresh()

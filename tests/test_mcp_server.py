@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, TextIO
 import anyio
 import pytest
 from _demo import DEMO
+from _net import free_port, wait_until_listening
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -185,14 +184,8 @@ async def _exercise(session: ClientSession, vault: Path, other: Path, expected: 
     assert "shad://runs/{run_id}/report" in [t.uri_template for t in templates]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_streamable_http(vault: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine.cli", "mcp", "serve", "--vault", str(vault), "--http", str(port)],
         cwd=REPO,
@@ -201,15 +194,7 @@ def test_streamable_http(vault: Path) -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.1)
+        wait_until_listening(proc, port)
 
         async def scenario() -> None:
             url = f"http://127.0.0.1:{port}/mcp"

@@ -16,6 +16,7 @@ from _demo import DEMO
 from engine import RunConfig, run
 from engine.output import Manifest
 from engine.runs import RunStatus
+from engine.vault import Vault
 
 pytestmark = pytest.mark.usefixtures("shad_home")
 
@@ -90,3 +91,21 @@ def test_existing_files_are_kept_without_overwrite_and_the_run_says_so(vault: Pa
     again = software(vault, write_files=True, output=str(out), overwrite=True)
     assert again.status is RunStatus.SUCCESS
     assert (out / "brewcalc" / "cli.py").read_text() != "# mine\n"
+
+
+def test_code_notes_are_found_through_the_links_of_the_notes_the_goal_finds(tmp_path: Path) -> None:
+    from _demo import write_vault
+
+    vault = write_vault(
+        tmp_path / "links",
+        {
+            "Patterns/Greeting package.md": "# Greeting package\n\nBuild a Python greeting package: "
+            "the code is in [[Patterns/Zq]].\n",
+            "Patterns/Zq.md": '# Zq\n\n```js title="gx/core.js"\nexport const h = 1;\n```\n',
+        },
+    )
+    goal = "Build a Python greeting package"  # a two-note vault scores low: approve its checkpoints
+    r = run(RunConfig(goal, (str(vault),), provider="offline", strategy="software", checkpoints="approve"))
+    files = {f.path: f for f in Manifest.load(r.history.dir / "artifacts" / "manifest.json").files}
+    assert files["gx/core.js"].source_notes == ("[[Patterns/Zq]]",)
+    assert "Patterns/Zq.md" not in {h.path for h in Vault(vault).search(goal)}

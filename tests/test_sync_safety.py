@@ -55,3 +55,15 @@ def test_shads_working_notes_are_never_sources_but_verified_learnings_are(
     cited = {c["path"] for c in r.summary["citations"]}
     assert not any(p.startswith(("Shad/Reports", "Shad/Staging", "Shad/Scratch")) for p in cited)
     assert "Shad/Learnings/Espresso grinder setting.md" in cited
+
+
+def test_a_script_that_reads_a_conflict_copy_by_name_cannot_cite_it(vault: Path) -> None:
+    from engine.retrieval import CodeModeRetriever
+    from engine.vault import VaultSet
+
+    retriever = CodeModeRetriever(VaultSet([vault]), None, None, None)  # type: ignore[arg-type]
+    vault_id = retriever.vaults.ids[0]
+    copy = "Brewing/Espresso (conflict 2026-04-02).md"
+    passage = "Espresso is coffee brewed by forcing hot water through a compacted bed of finely ground coffee"
+    assert retriever._check(vault_id, "Brewing/Espresso.md", passage) is None  # the real note: a source
+    assert "sync-conflict copy" in str(retriever._check(vault_id, copy, passage))

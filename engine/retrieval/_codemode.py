@@ -19,7 +19,7 @@ from typing import Any
 from ..codemode import Sandbox, SandboxError
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
-from ..vault import VaultSet
+from ..vault import VaultSet, is_conflict_copy
 from ._direct import (
     ContextItem,
     DirectSearchRetriever,
@@ -249,6 +249,8 @@ class CodeModeRetriever:
             return "run history is not cited unless asked (--include-history)"
         if any(path.startswith(folder + "/") for folder in UNCITED_FOLDERS):
             return "Shad's working notes (reports, unreviewed learnings, scratch) are not sources"
+        if is_conflict_copy(path):  # search leaves them out; a script may still read one by name
+            return "a sync-conflict copy duplicates a real note and is never a source"
         try:
             note = self.vaults.get(vault_id).read_note(path)
         except Exception as exc:  # a name the script invented, or a path outside the vault

@@ -17,6 +17,7 @@ from ..events import FilesWritten
 from ..output import Manifest, write_manifest
 from ._code_checks import CodeChecks
 from ._context import RunContext, failure
+from .dag import NodeStatus
 
 __all__ = ["MANIFEST_PATH", "finish_code"]
 
@@ -94,11 +95,11 @@ def _problems(
 ) -> list[tuple[str, str]]:
     where = ctx.history.dir / MANIFEST_PATH
     out: list[tuple[str, str]] = []
-    stopped_run = ctx.state.stop_reason
+    waiting = [n.id for n in ctx.run.dag if n.status is NodeStatus.NEEDS_HUMAN]
+    stopped_run = ctx.state.stop_reason or (f"{', '.join(waiting)} wait at a checkpoint" if waiting else None)
     if not ws.files and stopped_run:
-        out.append(
-            (f"no code was produced before the run stopped ({stopped_run})", f"`shad resume {ctx.run_id}`")
-        )
+        next_step = f"`shad checkpoint {ctx.run_id}`" if waiting else f"`shad resume {ctx.run_id}`"
+        out.append((f"no code was produced before the run stopped ({stopped_run})", next_step))
     elif not ws.files:
         how = (
             "the vault's notes hold no code block that names a file"

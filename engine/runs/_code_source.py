@@ -21,9 +21,10 @@ from ._context import RunContext
 from ._model_calls import ModelCalls
 from .dag import Node
 
-__all__ = ["MAX_FILE_CONTEXT", "CodeSource", "files_prompt", "role_of"]
+__all__ = ["MAX_CODE_NOTES", "MAX_FILE_CONTEXT", "CodeSource", "files_prompt", "role_of"]
 
 MAX_FILE_CONTEXT = 40_000  # characters of project files put into one prompt
+MAX_CODE_NOTES = 40  # notes read to find code, per node, when no model writes it
 _CONTRACT_NAMES = (
     "models",
     "types",
@@ -75,6 +76,7 @@ class CodeSource:
     def __init__(self, ctx: RunContext, calls: ModelCalls, cache: CacheSteps, ws: Workspace) -> None:
         self.ctx, self.calls, self.cache, self.ws = ctx, calls, cache, ws
         self._vault_pool: list[tuple[FileBlock, str]] | None = None
+        self._notes: dict[str, Any] = {}  # path -> the note (None: it cannot be read)
 
     @property
     def has_model(self) -> bool:
@@ -93,34 +95,41 @@ class CodeSource:
         ]
 
     def _pool(self, node: Node) -> list[tuple[FileBlock, str]]:
-        """Code notes: the ones this node retrieved and the goal's best hits first, then the code notes
-        they link to (one hop), in that order; read once per run and shared by the nodes."""
+        """Code notes: the goal's best hits and the notes this node retrieved, then the code notes they
+        link to (one hop), at most ``MAX_CODE_NOTES``; each note is read once per run, and the pool grows
+        as later nodes bring notes of their own."""
         if self._vault_pool is not None and not node.retrieval.get("notes"):
             return self._vault_pool
-        vaults = self.ctx.vaults
         # The goal's own hits first: the same for every node and every run, whatever each node's
         # retrieval found (a sandbox timing out under load must not change which code a run copies).
-        seeds = [h.path for h in vaults.search(self.ctx.config.goal, limit=15)]
+        seeds = [h.path for h in self.ctx.vaults.search(self.ctx.config.goal, limit=15)]
         seeds += [str(n[1]) for n in node.retrieval.get("notes", [])]
-        texts: dict[str, str] = {}
-        order = list(dict.fromkeys(seeds))
-        for path in order[:40]:
-            try:
-                note = vaults.read_note(path)
-            except ShadError:
+        order, texts, i = list(dict.fromkeys(seeds)), {}, 0
+        while i < len(order) and i < MAX_CODE_NOTES:
+            path, i = order[i], i + 1
+            note = self._read(path)
+            if note is None:
                 continue
-            if "title=" not in note.body and "```" not in note.body:
-                continue
-            texts[note.path] = note.body
-            for link in note.links:
-                target = link.resolved
-                if target and target not in texts and target not in order:
-                    order.append(target)
+            if "```" in note.body:
+                texts[note.path] = note.body
+            for link in note.links:  # one hop: the code notes a pattern note points to
+                if link.resolved and link.resolved not in order and path in seeds:
+                    order.append(link.resolved)
         notes = [(f"[[{path[:-3] if path.endswith('.md') else path}]]", text) for path, text in texts.items()]
-        found = blocks_from_notes(notes)
         known = {b.path for b, _ in self._vault_pool or []}
-        self._vault_pool = (self._vault_pool or []) + [(b, n) for b, n in found if b.path not in known]
+        found = [(b, n) for b, n in blocks_from_notes(notes) if b.path not in known]
+        self._vault_pool = (self._vault_pool or []) + found
         return self._vault_pool
+
+    def _read(self, path: str) -> Any:
+        """The note, or None when it cannot be read (memoised: nodes share their seeds)."""
+        if path not in self._notes:
+            try:
+                note = self.ctx.vaults.read_note(path)
+            except ShadError:
+                note = None
+            self._notes[path] = note
+        return self._notes[path]
 
     # --- from the model -------------------------------------------------------------------------------
 

@@ -134,10 +134,11 @@ class SoftwareBuild:
 
     async def _contracts(self, node: Node) -> None:
         await self._produce(node, "contracts", "contracts", _INSTRUCTIONS["contracts"], contract=True)
-        self.ctx.history.write_json("artifacts/export_index.json", self.ws.export_index().to_dict())
+        index = self.ws.export_index()
+        self.ctx.history.write_json("artifacts/export_index.json", index.to_dict())
         mode = self.tests_mode
         if mode in ("stubs", "tdd", "stubs+post"):
-            stubs = contract_stubs(self.ws.export_index(), self.ws.contract_files, node.id)
+            stubs = contract_stubs(index, self.ws.contract_files, node.id)
             paths = self.ws.add(stubs)
             if paths:
                 self.ctx.emit(CodeProduced(node=node.id, step="stubs", files=paths))

@@ -30,7 +30,6 @@ from ..prompts import render
 from ..retrieval import RetrievalResult, Retriever
 from ..retrieval.synthesis import detect_conflicts, render_conflicts
 from ..store import StoreUnavailableError
-from ..vault import is_conflict_copy
 from ._cache_steps import CacheSteps
 from ._context import RunContext, failure
 from ._curating import garden, learn
@@ -195,8 +194,6 @@ class Orchestrator:
         if await self.cache.answer_from_cache(node):
             return True
         result: RetrievalResult = await self.retrieval.retrieve(node)  # tier C may ask a person here
-        # A sync-conflict copy duplicates a real note: never a source, even when a script read it by name.
-        result.context = [c for c in result.context if not is_conflict_copy(c.path)]
         context_dicts = [c.to_dict() for c in result.context]
         notes = ctx.cache.notes_used(context_dicts)  # index lookups by path: cheap, no thread hop
         node.retrieval = {**result.to_dict(), "context": context_dicts, "notes": [list(n) for n in notes]}
