@@ -1,11 +1,19 @@
-"""Retrieval quality: recall@1/5/10 of ``Vault.search`` on question files with gold note paths.
+"""Retrieval quality: recall@1/@10 of ``Vault.search`` next to a plain BM25 baseline, on every real vault.
 
-    python benchmarks/bench_recall.py                      # dev questions over zettelkasten-dy
+    python benchmarks/bench_recall.py                        # the four real vaults and their questions
+    python benchmarks/bench_recall.py --only obsidian-help   # one of them
     python benchmarks/bench_recall.py --questions F.jsonl --vault DIR
 
-Prints one JSON object. For lookup/paraphrase questions any gold path counts; for multihop questions
-``recall_all`` needs every gold path in the top k (``recall_any`` needs one). Absent questions have no
-gold note; they are reported separately (the top score, to see how confident a miss looks).
+Question sets: ``../shared/eval/dev_questions.jsonl`` (zettelkasten-dy, the dev set the team tunes on) and
+``benchmarks/questions/<vault>.jsonl`` for the other vaults (written by reading their notes).
+
+The baseline is measured in the same run over the same notes: one FTS5 row per note (file name and whole
+text), the question's words (stop words out) OR-ed, ranked by ``bm25`` with the title weighted 5x — the
+plain BM25 with a title boost that Shad's search must beat.
+
+Prints one JSON object: per vault, recall@1/@10 for shad and bm25 (a hit is any gold note in the top k;
+multi-hop questions also report ``all@10``, every gold note in the top 10), by kind, and p50 latency.
+Absent questions have no gold note; their count is reported.
 """
 
 from __future__ import annotations
@@ -13,84 +21,167 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
 
+KS = (1, 10)
+BASELINE_BODY_CHARS = 200_000  # the baseline indexes each note's text up to this many characters
+TITLE_WEIGHT = 5.0
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", action="append", help="JSON-lines question file (repeatable)")
-    parser.add_argument("--vault", default=str(SHARED / "vaults" / "zettelkasten-dy"))
-    parser.add_argument("--shad-home", help="index location (default: a temporary folder)")
-    parser.add_argument("--verbose", action="store_true", help="print each question's gold ranks to stderr")
-    args = parser.parse_args()
-    files = args.questions or [str(SHARED / "eval" / "dev_questions.jsonl")]
-    os.environ["SHAD_HOME"] = args.shad_home or tempfile.mkdtemp(prefix="shad-recall-")
 
-    from engine import Vault
+def question_sets(shared: Path = SHARED) -> list[tuple[str, Path, Path]]:
+    """(name, vault folder, question file) for each real vault that has a question file."""
+    out = [
+        ("zettelkasten-dy", shared / "vaults" / "zettelkasten-dy", shared / "eval" / "dev_questions.jsonl")
+    ]
+    for name in ("obsidian-help", "obsidian-hub", "kepano-obsidian"):
+        out.append((name, shared / "vaults" / name, ROOT / "benchmarks" / "questions" / f"{name}.jsonl"))
+    return [(n, v, q) for n, v, q in out if v.is_dir() and q.is_file()]
 
-    vault = Vault(args.vault)
-    started = time.perf_counter()
-    vault.refresh()
-    index_s = time.perf_counter() - started
-    questions = [json.loads(line) for f in files for line in Path(f).read_text().splitlines() if line.strip()]
 
-    ks = (1, 5, 10)
-    hits_all: dict[str, dict[int, int]] = defaultdict(lambda: dict.fromkeys(ks, 0))
-    hits_any: dict[str, dict[int, int]] = defaultdict(lambda: dict.fromkeys(ks, 0))
-    counts: dict[str, int] = defaultdict(int)
-    absent_scores: list[float] = []
+def load_questions(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class Bm25Baseline:
+    """Plain BM25 over whole notes (title boosted), in an in-memory SQLite FTS5 table."""
+
+    def __init__(self, root: Path, notes: list[str]) -> None:
+        self.paths = notes
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize='porter unicode61')")
+        rows = []
+        for i, rel in enumerate(notes):
+            try:
+                text = (root / rel).read_text(encoding="utf-8", errors="replace")[:BASELINE_BODY_CHARS]
+            except OSError:
+                text = ""
+            rows.append((i, Path(rel).stem, text))
+        self.conn.executemany("INSERT INTO docs(rowid, title, body) VALUES(?, ?, ?)", rows)
+
+    def search(self, query: str, limit: int = 10) -> list[str]:
+        from engine.text import parse_query
+
+        clauses = parse_query(query).clauses()
+        if not clauses:
+            return []
+        rows = self.conn.execute(
+            f"SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, {TITLE_WEIGHT}, 1.0) LIMIT ?",
+            (" OR ".join(clauses), limit),
+        ).fetchall()
+        return [self.paths[r[0]] for r in rows]
+
+
+def score(
+    questions: list[dict[str, Any]], search: Callable[[str], list[str]], verbose: str = ""
+) -> dict[str, Any]:
+    """Recall of ``search`` (question -> ranked paths) on ``questions``, overall and by kind."""
+    hits: dict[str, dict[int, int]] = {}
+    counts: dict[str, int] = {}
+    multi_all = multi_n = 0
     latencies: list[float] = []
     for q in questions:
         t0 = time.perf_counter()
-        hits = vault.search(q["question"], limit=10)
+        paths = search(q["question"])
         latencies.append((time.perf_counter() - t0) * 1000)
-        paths = [h.path for h in hits]
         if q["kind"] == "absent":
-            absent_scores.append(hits[0].score if hits else 0.0)
             continue
         gold = set(q["gold_paths"])
         for kind in (q["kind"], "all"):
-            counts[kind] += 1
-            for k in ks:
-                top = set(paths[:k])
-                hits_any[kind][k] += bool(gold & top)
-                hits_all[kind][k] += gold <= top if q["kind"] == "multihop" else bool(gold & top)
-        if args.verbose:
+            counts[kind] = counts.get(kind, 0) + 1
+            row = hits.setdefault(kind, dict.fromkeys(KS, 0))
+            for k in KS:
+                row[k] += bool(gold & set(paths[:k]))
+        if q["kind"] == "multihop":
+            multi_n += 1
+            multi_all += gold <= set(paths[:10])
+        if verbose:
             ranks = [paths.index(g) + 1 if g in paths else None for g in q["gold_paths"]]
-            print(f"{q['id']:>8} {q['kind']:<10} gold ranks {ranks}  top: {paths[:2]}", file=sys.stderr)
+            print(f"{verbose:>5} {q['id']:>9} {q['kind']:<10} gold ranks {ranks}", file=sys.stderr)
+    n = counts.get("all", 0)
+    result: dict[str, Any] = {f"r@{k}": round(hits["all"][k] / n, 3) if n else None for k in KS}
+    result["by_kind"] = {
+        kind: {f"r@{k}": round(hits[kind][k] / c, 3) for k in KS}
+        for kind, c in sorted(counts.items())
+        if kind != "all"
+    }
+    if multi_n:
+        result["multihop_all@10"] = round(multi_all / multi_n, 3)
+    result["p50_ms"] = round(statistics.median(latencies), 3) if latencies else None
+    return result
 
-    def table(src: dict[str, dict[int, int]]) -> dict[str, dict[str, float]]:
-        return {
-            kind: {f"r@{k}": round(src[kind][k] / n, 3) for k in ks} for kind, n in sorted(counts.items())
+
+def run_vault(name: str, vault_dir: Path, question_file: Path, verbose: bool = False) -> dict[str, Any]:
+    from engine import Vault
+
+    vault = Vault(vault_dir)
+    started = time.perf_counter()
+    vault.refresh()
+    index_s = time.perf_counter() - started
+    questions = load_questions(question_file)
+    notes = [p for p in vault.list_notes() if not p.startswith(".")]
+    baseline = Bm25Baseline(vault.root, notes)
+    for q in questions[:3]:  # warm the caches of both, so the first question's latency is not a cold start
+        vault.search(q["question"], limit=10)
+        baseline.search(q["question"])
+    shad = score(questions, lambda q: [h.path for h in vault.search(q, limit=10)], "shad" if verbose else "")
+    bm25 = score(questions, baseline.search, "bm25" if verbose else "")
+    vault.close()
+    return {
+        "questions": len(questions),
+        "answerable": sum(1 for q in questions if q["kind"] != "absent"),
+        "absent": sum(1 for q in questions if q["kind"] == "absent"),
+        "shad": shad,
+        "bm25": bm25,
+        "index_seconds": round(index_s, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--questions", help="one JSON-lines question file (with --vault)")
+    parser.add_argument("--vault", help="the vault the --questions are about")
+    parser.add_argument("--only", action="append", help="run only this real vault (repeatable)")
+    parser.add_argument("--shad-home", help="index location (default: a temporary folder)")
+    parser.add_argument("--verbose", action="store_true", help="print each question's gold ranks to stderr")
+    args = parser.parse_args()
+    home = args.shad_home or tempfile.mkdtemp(prefix="shad-recall-")
+    os.environ["SHAD_HOME"] = home
+    if args.questions:
+        if not args.vault:
+            parser.error("--questions needs --vault")
+        sets = [(Path(args.vault).name, Path(args.vault), Path(args.questions))]
+    else:
+        sets = [s for s in question_sets() if not args.only or s[0] in args.only]
+        if not sets:
+            parser.error(f"no question sets found (is {SHARED} there?)")
+    report: dict[str, Any] = {
+        "baseline": f"FTS5 bm25 over whole notes, title x{TITLE_WEIGHT:g}",
+        "vaults": {},
+    }
+    for name, vault_dir, qfile in sets:
+        report["vaults"][name] = run_vault(name, vault_dir, qfile, args.verbose)
+    vaults = report["vaults"].values()
+    for system in ("shad", "bm25"):
+        n = sum(v["answerable"] for v in vaults)
+        report[f"{system}_overall"] = {
+            f"r@{k}": round(sum(v[system][f"r@{k}"] * v["answerable"] for v in vaults) / n, 3) if n else None
+            for k in KS
         }
-
-    print(
-        json.dumps(
-            {
-                "vault": str(args.vault),
-                "questions": sum(counts[k] for k in counts if k != "all") + len(absent_scores),
-                "answerable": counts["all"],
-                "recall_all": table(hits_all),
-                "recall_any": table(hits_any),
-                "absent": {
-                    "n": len(absent_scores),
-                    "top_score_median": round(statistics.median(absent_scores), 3) if absent_scores else None,
-                },
-                "query_ms_median": round(statistics.median(latencies), 3) if latencies else None,
-                "index_seconds": round(index_s, 2),
-            },
-            indent=2,
-        )
-    )
+    print(json.dumps(report, indent=2))
+    if not args.shad_home:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

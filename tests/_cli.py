@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -29,3 +31,19 @@ def caller(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
         return Result(code, captured.out, captured.err)
 
     return call
+
+
+def dead_process() -> dict[str, Any]:
+    """The identity a run's manifest records (``this_process``) of a real process, killed and reaped."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import json; from engine.store.history import this_process as t; "
+         "print(json.dumps(t()), flush=True); input()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        process: dict[str, Any] = json.loads(child.stdout.readline())
+    finally:
+        child.kill()
+        child.wait(30)
+    return process

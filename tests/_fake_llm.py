@@ -15,6 +15,7 @@ and body, and logs the usage it reported for each response (what a provider may 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -38,6 +39,7 @@ __all__ = [
     "sse_error",
     "stall",
     "truncated",
+    "well_behaved",
 ]
 
 Reply = Callable[[dict[str, Any]], str]
@@ -534,3 +536,30 @@ class FakeLLMServer:
     def reported_tokens(self) -> int:
         """Every token the server reported over all responses, failed attempts included."""
         return sum(a + b for a, b in self.usage)
+
+
+_WHOLE_LINE_LINK = re.compile(r"^\[\[[^\]]+\]\]$", re.M)
+
+
+def well_behaved(prompt: str) -> str:
+    """What a well-behaved model says to Shad's answer, synthesis and support-check prompts: the context
+    line that shares most words with the subtask, quoted with its item's citation; a synthesis that keeps
+    every cited line of its subtasks; a judge that finds every claim supported."""
+    if "Check each claim against the passage" in prompt:
+        ids = sorted({int(i) for i in re.findall(r'"id": (\d+)', prompt)})
+        return json.dumps({"verdicts": [{"id": i, "supported": True, "reason": "stated"} for i in ids]})
+    if "Answers of the subtasks" in prompt:
+        return "In short:\n" + "\n".join(dict.fromkeys(re.findall(r"^.*\S.*\[\[[^\]]+\]\]$", prompt, re.M)))
+    task = set(re.findall(r"\w+", (re.findall(r"^Your subtask: (.*)$", prompt, re.M) or [""])[0].lower()))
+    best: tuple[int, str, str] = (0, "", "")
+    start = 0
+    for link in _WHOLE_LINE_LINK.finditer(prompt):  # each context item ends with the link to cite for it
+        for line in prompt[start : link.start()].splitlines():
+            line = line.strip("-*#> ")
+            shared = len(task & set(re.findall(r"\w+", line.lower())))
+            if shared > best[0] and "[[" not in line:
+                best = (shared, line, link.group(0))
+        start = link.end()
+    if not best[0]:
+        return "The context does not answer this."
+    return f"{best[1]} {best[2]}"

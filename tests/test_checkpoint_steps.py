@@ -77,7 +77,8 @@ def test_approve_resumes_with_the_judged_retrieval_and_no_new_script(vault: Path
     assert scripts_before >= 1
     engine.decide(paused.id, "root", "approve")
     done = engine.resume(paused.id)
-    assert done.status is RunStatus.SUCCESS
+    # Finished (no checkpoint left); PARTIAL only because the coffee vault does not answer the question.
+    assert done.status is RunStatus.PARTIAL and done.summary["uncovered"] == [SINGLE]
     assert script_calls(since_last_resume(done)) == 0  # the retrieval judged at the checkpoint is reused
     assert done.dag.root().note.startswith("checkpoint: approve by a person")
     assert engine.pending_checkpoints(done.id) == []
@@ -140,7 +141,8 @@ def test_stop_ends_the_session_and_a_resume_asks_again(vault: Path) -> None:
 
 @pytest.mark.parametrize(
     ("policy", "status", "opened"),
-    [("approve", RunStatus.SUCCESS, True), ("off", RunStatus.SUCCESS, False), ("skip", None, True)],
+    # PARTIAL, not SUCCESS: the run goes on without a person, and the vault does not answer the question.
+    [("approve", RunStatus.PARTIAL, True), ("off", RunStatus.PARTIAL, False), ("skip", None, True)],
 )
 def test_policies_that_decide_without_a_person(
     vault: Path, policy: str, status: RunStatus | None, opened: bool
@@ -168,7 +170,8 @@ def test_ask_awaits_the_decider_once_per_checkpoint(vault: Path) -> None:
             SINGLE, str(vault), provider="offline", checkpoints="ask", decider=decider, use_cache=False
         )
     )
-    assert run.status is RunStatus.SUCCESS and [c.node_id for c in asked] == ["root"]
+    assert run.status is RunStatus.PARTIAL and [c.node_id for c in asked] == ["root"]  # finished
+    assert run.summary["uncovered"] == [SINGLE]
     assert asked[0].context == []  # what the person saw: nothing was found
     assert asked[0].decision is not None and asked[0].decision.action == "hint"
 

@@ -245,7 +245,9 @@ def test_the_run_resumes_once_every_pending_checkpoint_is_decided(vault: Path) -
     assert second.decide("hint", "billing schema") is True
     assert resumes.calls == [run.id] and second.state == "resuming"
     finished = asyncio.run(engine.aresume(run.id, checkpoints="pause"))
-    assert finished.status == RunStatus.SUCCESS
+    # Every checkpoint decided, every node finished: only what the coffee vault cannot answer is left.
+    assert finished.status == RunStatus.PARTIAL and finished.summary["missing_branches"] == []
+    assert finished.summary["uncovered"] and not engine.pending_checkpoints(run.id)
 
 
 # --- the files it ships ------------------------------------------------------------------------------------

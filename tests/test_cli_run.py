@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cli import Result, caller
+from _cli import Result, caller, dead_process
 
 from engine import Budgets, Run, RunConfig, run
 
@@ -189,6 +189,24 @@ def test_status_by_id_alone_in_text_and_json(shad: Any, vault: Path) -> None:
     assert "1/1 nodes" in text.out and "provider offline" in text.out
     by_path = shad("status", str(done.history.dir), "--json")  # a run folder works as well as an id
     assert by_path.code == 0 and by_path.json()["run_id"] == done.id
+
+
+def test_status_and_runs_of_a_killed_run_say_interrupted_and_resume_finishes_it(
+    shad: Any, vault: Path
+) -> None:
+    first = offline_run(SIMPLE, vault)
+    manifest = json.loads((first.history.dir / "run.manifest.json").read_text("utf-8"))
+    manifest |= {"status": "RUNNING", "process": dead_process()}  # as a kill in its first session leaves it
+    (first.history.dir / "run.manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (first.history.dir / "final.summary.json").unlink()
+    text = shad("status", first.id)
+    assert text.code == 0 and "INTERRUPTED" in text.out and "RUNNING" not in text.out
+    assert "is gone" in text.out and f"shad resume {first.id}" in text.out
+    assert shad("status", first.id, "--json").json()["status"] == "INTERRUPTED"
+    assert [r["status"] for r in shad("runs", "--json").json() if r["run_id"] == first.id] == ["INTERRUPTED"]
+    resumed = shad("resume", first.id, "--json")  # nothing was lost: it ends as the run had
+    assert resumed.code == first.exit_code, resumed.err
+    assert shad("status", first.id, "--json").json()["status"] == first.status.value != "INTERRUPTED"
 
 
 def test_trace_tree_shows_every_node_with_its_status(shad: Any, vault: Path) -> None:

@@ -285,3 +285,34 @@ def test_node_from_dict_ignores_unknown_fields_and_defaults_status() -> None:
     node = Node.from_dict({"id": "x", "task": "t", "stage": "s", "depth": 1, "added_later": True})
     assert node.status is NodeStatus.CREATED
     assert node.id == "x"
+
+
+# --- subtasks the limits cut from a plan -----------------------------------------------------------------
+
+
+def _cut_dag() -> Dag:
+    dag = Dag()
+    dag.add(Node("root", "goal", "goal", 0))
+    dag.add(Node("a", "A", "gather_evidence", 1, parent="root"))
+    dag.add(
+        Node(
+            "b", "B", "analyze", 1, parent="root", hard_deps=["a"], status=NodeStatus.PRUNED, cut="max_nodes"
+        )
+    )
+    return dag
+
+
+def test_cut_subtasks_are_not_children_of_the_run_but_are_kept() -> None:
+    dag = _cut_dag()
+    assert _ids(dag.children("root")) == {"a"}
+    assert _ids(dag.children("root", cut=True)) == {"a", "b"}
+    assert len(dag) == 3 and dag.planned() == 2
+    back = Dag.from_json(json.loads(json.dumps(dag.to_json())))
+    assert back.node("b").cut == "max_nodes" and _ids(back.children("root")) == {"a"}
+
+
+def test_a_node_whose_only_subtasks_were_cut_is_ready_as_a_leaf() -> None:
+    dag = Dag()
+    dag.add(Node("root", "goal", "goal", 0))
+    dag.add(Node("x", "X", "frame_question", 1, parent="root", status=NodeStatus.PRUNED, cut="max_depth"))
+    assert dag.children("root") == [] and _ids(dag.ready()) == {"root"}

@@ -150,8 +150,9 @@ def test_checkpoints(examples: Path) -> None:
     nb = execute(examples / "checkpoints.ipynb")
     paused, decided, unattended = bundles(nb)
     assert paused["status"] == "NEEDS_HUMAN"
-    assert decided["run_id"] == paused["run_id"] and decided["status"] == "SUCCESS"
-    assert unattended["status"] == "SUCCESS"
+    # Decided and finished; the coffee vault has no note on payments, so the ask stays uncovered: PARTIAL.
+    assert decided["run_id"] == paused["run_id"] and decided["status"] == "PARTIAL"
+    assert unattended["status"] == "PARTIAL"
     assert "root - retrieval stayed weak after the recovery ladder" in stdout(nb)
     assert "checkpoint: edit by a person" in stdout(nb)
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +22,10 @@ from engine.store.history import (
     find_run,
     list_runs,
     new_run_id,
+    process_gone,
+    run_status,
     scrub,
+    this_process,
 )
 
 FAKE_ANTHROPIC_KEY = "sk-ant-api03-FAKE0123456789abcdefFAKE0123456789abcdef-XYZ"
@@ -386,3 +392,63 @@ def test_list_runs_survives_a_corrupt_index_line_and_a_deleted_folder(vault: Pat
     assert runs["20260101-000000-aaaa"]["status"] == "SUCCESS"
     assert runs["20260101-000000-aaaa"]["dir"] == str(made.dir)
     assert runs["20260102-000000-dddd"]["status"] == "UNKNOWN"
+
+
+# --- who runs a run: a killed run is INTERRUPTED, not RUNNING forever -------------------------------------
+
+
+def test_this_process_is_alive_and_a_killed_one_is_gone() -> None:
+    me = this_process()
+    assert me["pid"] == os.getpid() and me["host"] == socket.gethostname()
+    assert process_gone(me) is None
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import json, sys; from engine.store.history import this_process as t; "
+         "print(json.dumps(t()), flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        theirs = json.loads(child.stdout.readline())
+        assert theirs["pid"] == child.pid and process_gone(theirs) is None  # another live process
+    finally:
+        child.kill()
+        child.wait(30)
+    why = process_gone(theirs)
+    assert why is not None and f"pid {child.pid}" in why and "is gone" in why
+
+
+def test_a_reused_pid_or_another_host_is_judged_right() -> None:
+    me = this_process()
+    if me["started"] is not None:  # a pid now held by another process (a later start) is not the run's
+        assert process_gone(me | {"started": "1"}) is not None
+    assert process_gone(me | {"host": "elsewhere.invalid"}) is None  # cannot tell from here: not gone
+    assert process_gone(None) is None and process_gone({"pid": "12"}) is None
+
+
+def test_run_status_reads_the_manifest_and_the_process() -> None:
+    alive = {"status": "RUNNING", "process": this_process()}
+    dead = {"status": "RUNNING", "process": this_process() | {"started": "1"}}
+    assert run_status(alive, {}) == ("RUNNING", None)
+    assert run_status(alive, {"status": "PARTIAL"}) == ("RUNNING", None)  # a resumed session runs
+    if this_process()["started"] is not None:
+        status, why = run_status(dead, {"status": "PARTIAL"})
+        assert status == "INTERRUPTED" and why and "is gone" in why
+    assert (
+        run_status({"status": "SUCCESS", "process": dead["process"]}, {"status": "SUCCESS"})[0] == "SUCCESS"
+    )
+    assert run_status({"status": "RUNNING"}, {}) == ("RUNNING", None)  # no process recorded: as before
+
+
+def test_list_runs_says_interrupted_for_a_run_whose_process_is_gone(vault: Path) -> None:
+    if this_process()["started"] is None:
+        pytest.skip("no /proc here to tell a reused pid")
+    for run_id, process in (
+        ("20260101-000000-aaaa", this_process()),
+        ("20260102-000000-bbbb", this_process() | {"started": "1"}),
+    ):
+        h = History.create(run_id, str(vault))
+        h.write_json("run.manifest.json", {"status": "RUNNING", "process": process, "config": {"goal": "g"}})
+    assert {r["run_id"]: r["status"] for r in list_runs()} == {
+        "20260101-000000-aaaa": "RUNNING",
+        "20260102-000000-bbbb": "INTERRUPTED",
+    }

@@ -17,7 +17,7 @@ import pytest
 
 from engine import strategies
 from engine.llm._base import LLMRequest, LLMResponse, Provider, ProviderError, Tier
-from engine.llm._offline_text import display_text, passages
+from engine.llm._offline_text import answer_weight, display_text, passages, rank_passages
 from engine.llm.offline import JUDGE_THRESHOLD, MAX_PASSAGES, MODEL, NOTHING_FOUND, OfflineProvider
 from engine.retrieval.citations import extract_citations, make_citation, resolve_citations
 from engine.vault import Note, Vault, VaultSet
@@ -169,6 +169,33 @@ def test_answer_skips_uncitable_items_and_garbage() -> None:
     assert answer == "- Rest beans three days before brewing filter coffee. [[Roasting/Resting beans]]"
 
 
+def test_a_short_code_block_is_quoted_with_the_sentence_that_introduces_it() -> None:
+    text = (
+        "## Embed a note\n\nTo embed a note:\n\n```md\n![[Internal links]]\n```\n\n"
+        "You can also embed [[Internal links#Link to a heading in a note|headings]].\n\n"
+        "```md\n![[Internal links#^b15695]]\n```\n\nUse the `![[File.base#View]]` syntax for a view.\n\n"
+        "- [[Obsidian Publish/Security and privacy|Security and privacy]]\n"
+        "A long example:\n\n```\none\ntwo\nthree\nfour\n```\n"
+    )
+    assert passages(text) == [
+        "To embed a note: `![[Internal links]]`",
+        "You can also embed headings. `![[Internal links#^b15695]]`",
+        "Use the `![[File.base#View]]` syntax for a view.",  # inline code keeps its link
+        "A long example:",  # too long a block to quote inline; a list of links says nothing
+    ]
+
+
+def test_a_passage_that_states_the_answer_ranks_above_one_that_points_elsewhere() -> None:
+    items = [
+        ("Embed files", "For more on embedding headings, see Embed files."),
+        ("Embed files", "Does Obsidian support embedding headings?"),
+        ("Embed files", "To embed a heading, add ! before the link: `![[Note#Heading]]`"),
+    ]
+    ranked = rank_passages("How do I embed a heading?", items)
+    assert ranked[0].text.endswith("`![[Note#Heading]]`")
+    assert answer_weight(ranked[0].text) > 0 > answer_weight(items[0][1]) and answer_weight(items[1][1]) < 0
+
+
 def test_passages_are_quotable_units() -> None:
     text = (
         "## Heading\n\nFirst sentence here. Second one, e.g. with an abbreviation. ^blk\n"
@@ -268,6 +295,26 @@ def test_judge_by_term_overlap(claim: str, supported: bool) -> None:
     data = _complete("judge", {"claim": claim, "source_text": source, "citation": "[[X]]"}).data
     assert data["supported"] is supported and data["reason"]
     assert JUDGE_THRESHOLD == 0.6
+
+
+def test_support_judges_each_claim_of_a_batch() -> None:
+    source = "A development time ratio (DTR) of 20–25 % is a common target for light to medium roasts."
+    claims = [
+        {"id": 0, "claim": "A DTR of 20–25 % is a common target", "source": source},
+        {"id": 1, "claim": "A DTR of 30 % is a common target", "source": source},
+    ]
+    data = _complete("support", {"claims": claims}).data
+    assert [(v["id"], v["supported"]) for v in data["verdicts"]] == [(0, True), (1, False)]
+
+
+def test_reconcile_keeps_every_side_with_its_citations() -> None:
+    conflicts = [{"slot": "dtr (%)", "sides": [
+        {"value": "20-25", "statement": "A DTR of 20–25 %.", "citations": ["[[Roasting/Development time]]"]},
+        {"value": "15", "statement": "A DTR of 15 %.", "citations": ["[[Journal/Roast log]]"]},
+    ]}]  # fmt: skip
+    text = _complete("reconcile", {"conflicts": conflicts}).text
+    assert "[[Roasting/Development time]]" in text and "[[Journal/Roast log]]" in text
+    assert "20-25" in text and "15" in text and "not reconciled" in text
 
 
 # --- script ---------------------------------------------------------------------------------------------

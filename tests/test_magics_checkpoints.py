@@ -175,7 +175,8 @@ def test_headless_auto_raises_naming_the_node(shell: InteractiveShell) -> None:
 
 def test_approve_and_skip_decide_by_themselves(shell: InteractiveShell) -> None:
     approved = ok(cell(shell, "run --checkpoints approve --no-widget"))
-    assert approved.status == RunStatus.SUCCESS and approved.run.config.checkpoints == "approve"
+    # Decided by the policy and finished: PARTIAL only because the vault does not answer the question.
+    assert approved.status == RunStatus.PARTIAL and approved.run.config.checkpoints == "approve"
     (decided,) = approved.summary["checkpoints"]
     assert decided["decision"]["action"] == "approve" and decided["decision"]["by"] == "policy"
     magics_of(shell).checkpoints = "skip"
@@ -236,12 +237,12 @@ def test_a_paused_cell_shows_its_checkpoints_and_a_click_resumes(shell: Interact
 
     assert widget.decide("approve") is True  # as the Approve button does
     wait_for(lambda: widget.state != "resuming", "the resumed run to end")
-    assert (widget.state, widget.message) == ("resumed", "The run resumed and ended SUCCESS.")
+    assert (widget.state, widget.message) == ("resumed", "The run resumed and ended PARTIAL.")
     dag = res.widget
-    assert isinstance(dag, DagExplorer) and (dag.run_id, dag.status) == (res.run_id, "SUCCESS")
+    assert isinstance(dag, DagExplorer) and (dag.run_id, dag.status) == (res.run_id, "PARTIAL")
     assert {n["status"] for n in dag.nodes} == {"SUCCEEDED"}
     finished = shell.user_ns["res"]  # -o follows the run
-    assert finished is panel.result and finished.status == RunStatus.SUCCESS and finished.run_id == res.run_id
+    assert finished is panel.result and finished.status == RunStatus.PARTIAL and finished.run_id == res.run_id
     assert len(panel.box.children) == 2  # and its report shows below the widget
     assert (
         panel.box.children[1].outputs[0]["data"]["text/markdown"]
@@ -307,7 +308,7 @@ def test_checkpoint_lists_then_decides_and_resumes(shell: InteractiveShell) -> N
             "shad", f'checkpoint {run_id} root --hint "look for payment notes" -o done'
         )
     assert isinstance(res, ShadResult) and res.run_id == run_id and shell.user_ns["done"] is res
-    assert res.status == RunStatus.SUCCESS and res.widget is not None and res.widget.status == "SUCCESS"
+    assert res.status == RunStatus.PARTIAL and res.widget is not None and res.widget.status == "PARTIAL"
     assert res.summary["checkpoints"][0]["decision"]["text"] == "look for payment notes"
     assert shell.run_line_magic("shad", f"checkpoint {run_id}").data == []
 
@@ -323,8 +324,8 @@ def test_a_listed_checkpoint_resumes_on_a_click(shell: InteractiveShell) -> None
     assert widget.decide("approve")
     wait_for(lambda: widget.state == "resumed", "the resumed run to end")
     dag, report = panel.box.children[1:]  # a DAG widget appeared for the resumed run, then its report
-    assert isinstance(dag, DagExplorer) and (dag.run_id, dag.status) == (failed.run_id, "SUCCESS")
-    assert panel.result is not None and panel.result.status == RunStatus.SUCCESS
+    assert isinstance(dag, DagExplorer) and (dag.run_id, dag.status) == (failed.run_id, "PARTIAL")
+    assert panel.result is not None and panel.result.status == RunStatus.PARTIAL
     assert "Decided: approve by human" in report.outputs[0]["data"]["text/markdown"]
 
 

@@ -35,6 +35,7 @@ try:
         prose,
         rate_limited,
         refusal,
+        well_behaved,
     )
 except ImportError:  # pragma: no cover - run from inside tests/
     from _fake_llm import (  # type: ignore[no-redef,import-not-found,unused-ignore]
@@ -46,6 +47,7 @@ except ImportError:  # pragma: no cover - run from inside tests/
         prose,
         rate_limited,
         refusal,
+        well_behaved,
     )
 
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
@@ -391,8 +393,6 @@ def test_earlier_reports_do_not_crowd_out_code_mode_retrieval(vault: Path) -> No
 
 # --- a real SDK against the fake server: model output is untrusted ---------------------------------------
 
-_WHOLE_LINE_LINK = re.compile(r"^\[\[[^\]]+\]\]$", re.M)
-_ANY_LINK = re.compile(r"\[\[[^\]]+\]\]")
 PLAN = {
     "nodes": [
         {"id": "rest", "task": "How long should roasted beans rest?", "stage": "gather_evidence"},
@@ -402,15 +402,12 @@ PLAN = {
 
 
 def scripted_model(body: dict[str, Any]) -> str:
-    """A well-behaved model: a JSON plan, answers that cite the first context item, a synthesis that keeps
-    every child's citations."""
+    """A well-behaved model: a JSON plan, answers that quote and cite the first context item, a synthesis
+    that keeps every child's cited statements, a judge that finds every claim supported."""
     prompt = prompt_of(body)
     if "Reply with JSON only" in prompt or "as valid JSON only" in prompt:
         return json.dumps(PLAN)
-    if "Answers of the subtasks" in prompt:
-        return "In short: " + " ".join(dict.fromkeys(_ANY_LINK.findall(prompt)))
-    links = _WHOLE_LINE_LINK.findall(prompt)
-    return "The vault says so. " + (links[0] if links else "The context does not answer this.")
+    return well_behaved(prompt)
 
 
 @pytest.fixture

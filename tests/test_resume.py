@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,12 +17,17 @@ from typing import Any
 
 import pytest
 from _demo import write_vault
-from _fake_llm import FakeLLMServer, prompt_of
+from _fake_llm import FakeLLMServer, prompt_of, well_behaved
 
-from engine import RunConfig, aresume
+from engine import Budgets, RunConfig, aresume
 from engine.errors import UsageError
 from engine.runs import Run, RunStatus, start_run
-from engine.runs.dag import NodeStatus
+from engine.runs._resume_plan import cover_cut, plan_resume, restore_cut
+from engine.runs.cache import NodeCache
+from engine.runs.dag import Dag, Node, NodeStatus
+from engine.store import SQLiteStore
+from engine.store.history import list_runs
+from engine.vault import VaultSet
 
 KEY = "sk-ant-test-resume-000000000000000"
 NOTES = {
@@ -40,7 +44,6 @@ PLAN = {
     ]
 }
 GOAL = "How long should roasted beans rest, and what grind size suits a French press?"
-_LINK = re.compile(r"\[\[[^\]]+\]\]")
 
 
 def kind_of(prompt: str) -> str:
@@ -48,6 +51,8 @@ def kind_of(prompt: str) -> str:
         return "plan"
     if "Answers of the subtasks" in prompt:
         return "synthesize"
+    if "Check each claim against the passage" in prompt:
+        return "support"  # the root's claims checked against their sources
     return "answer"
 
 
@@ -74,10 +79,7 @@ class Model:
             self.release.wait(60)
         if kind == "plan":
             return json.dumps(PLAN)
-        if kind == "synthesize":
-            return "In short: " + " ".join(dict.fromkeys(_LINK.findall(prompt)))
-        links = [ln for ln in prompt.splitlines() if ln.startswith("[[") and ln.endswith("]]")]
-        return "The vault says so. " + (links[0] if links else "Nothing here.")
+        return well_behaved(prompt)  # cited quotes, a synthesis keeping them, a judge that agrees
 
 
 @pytest.fixture
@@ -180,7 +182,9 @@ def test_replay_option_forces_nodes_and_subtrees(
     before = len(m.seen)
     everything = asyncio.run(aresume(first.id, replay="subtree:root"))
     assert set(last_resume(everything)["fresh"]) == {n.id for n in first.dag}
-    assert sorted(k for k, _ in m.seen[before:]) == sorted(["answer"] * len(leaves) + ["synthesize"])
+    assert sorted(k for k, _ in m.seen[before:]) == sorted(
+        ["answer"] * len(leaves) + ["synthesize", "support"]
+    )
     with pytest.raises(UsageError, match="names no node"):
         asyncio.run(aresume(first.id, replay="nope"))
 
@@ -198,6 +202,60 @@ def test_a_budget_stop_resumes_with_more_and_the_ledger_remembers(
     assert finished.status is RunStatus.SUCCESS
     assert finished.summary["metrics"]["total_tokens"] > spent  # both sessions counted
     assert not [n for n in finished.dag if n.status is NodeStatus.PRUNED]
+
+
+# --- subtasks a limit cut from the plan --------------------------------------------------------------------
+
+
+def cut_plan() -> Dag:
+    """A root with one planned subtask and three the limits cut (two under it, one under a cut one)."""
+    dag = Dag()
+    dag.add(Node("root", "goal", "goal", 0, status=NodeStatus.SUCCEEDED))
+    dag.add(Node("a", "A", "frame_question", 1, parent="root", status=NodeStatus.SUCCEEDED))
+    for node_id, parent, depth in (("b", "root", 1), ("c", "root", 1), ("c.p", "c", 2)):
+        dag.add(
+            Node(
+                node_id,
+                node_id,
+                "gather_evidence",
+                depth,
+                parent=parent,
+                status=NodeStatus.PRUNED,
+                cut="max_nodes",
+            )
+        )
+    return dag
+
+
+def test_cover_cut_names_only_the_limits_that_must_grow() -> None:
+    dag = cut_plan()
+    assert cover_cut(dag, Budgets(max_nodes=2, max_depth=3, max_branching=6)) == {"max_nodes": 5}
+    assert cover_cut(dag, Budgets(max_nodes=2, max_depth=2, max_branching=2)) == {
+        "max_nodes": 5,
+        "max_branching": 3,  # the root's a, b and c
+        "max_depth": 3,
+    }
+    assert cover_cut(dag, Budgets(max_nodes=5, max_depth=3, max_branching=6)) == {}
+
+
+def test_restore_cut_gives_back_what_the_new_limits_have_room_for_in_plan_order() -> None:
+    dag = cut_plan()
+    assert restore_cut(dag, Budgets(max_nodes=2)) == []  # the same limits: nothing
+    assert restore_cut(dag, Budgets(max_nodes=3)) == ["b"]  # room for one more
+    assert restore_cut(dag, Budgets(max_nodes=9, max_depth=2)) == ["c"]  # c.p is too deep
+    assert restore_cut(dag, Budgets(max_nodes=9, max_depth=3)) == ["c.p"]
+    assert dag.planned() == len(dag)
+    capped = cut_plan()  # two subtasks per node: the root takes b; c stays out, and c.p with it
+    assert restore_cut(capped, Budgets(max_nodes=9, max_branching=2)) == ["b"]
+
+
+def test_plan_resume_leaves_cut_subtasks_alone(vault: Path, tmp_path: Path) -> None:
+    dag = cut_plan()
+    store = SQLiteStore(tmp_path / "store.sqlite3")
+    plan = plan_resume(dag, NodeCache(store, VaultSet([str(vault)]), run_id="r"))
+    store.close()
+    assert plan.redo == set() and sorted(plan.kept) == ["a", "root"]  # the cut nodes stay as they are
+    assert all(dag.node(n).status is NodeStatus.PRUNED for n in ("b", "c", "c.p"))
 
 
 # --- SIGKILL at any point, then shad resume --------------------------------------------------------------
@@ -249,6 +307,11 @@ def test_sigkill_then_resume_never_pays_twice(
     proc = shad(*run_args(vault, tmp_path), env=env, wait=False)
     try:
         assert m.arrived.wait(120), "the run never reached the point to kill it at"
+        run_dir = next((tmp_path / "runs").iterdir())
+        # its process (another one, alive) holds it: RUNNING, with the pid in the manifest
+        manifest = json.loads((run_dir / "run.manifest.json").read_text("utf-8"))
+        assert manifest["process"]["pid"] == proc.pid and manifest["status"] == "RUNNING"
+        assert Run.load(run_dir.name).status is RunStatus.RUNNING
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     finally:
@@ -256,12 +319,16 @@ def test_sigkill_then_resume_never_pays_twice(
         if proc.poll() is None:
             proc.kill()
     killed_calls = fake.count
-    run_dir = next((tmp_path / "runs").iterdir())
-    # the history is readable right after the kill
+    # the history is readable right after the kill, and says the run was interrupted, not RUNNING
     stopped = Run.load(run_dir.name)
-    assert stopped.status is RunStatus.RUNNING
-    status = shad("status", run_dir.name, env=env)
+    assert stopped.status is RunStatus.INTERRUPTED
+    assert [r["status"] for r in list_runs() if r["run_id"] == run_dir.name] == ["INTERRUPTED"]
+    status = shad("status", run_dir.name, "--json", env=env)
     assert status.returncode == 0, status.stderr.read() if status.stderr else ""
+    said = json.loads(status.stdout.read() if status.stdout else "")
+    assert said["status"] == "INTERRUPTED" and said["resumable"] is True
+    assert f"pid {proc.pid}" in said["stop_reason"] and "is gone" in said["stop_reason"]
+    assert said["resume_command"] == f"shad resume {run_dir.name}"
     m.hold = None
     seen_before = list(m.seen)
     resumed = shad("resume", run_dir.name, "--json", env=env)

@@ -326,3 +326,41 @@ def test_relevant_retrieval_outscores_an_unrelated_task_end_to_end(demo: VaultSe
     good = _retrieve(demo, "first crack roasting temperature")
     off = _retrieve(demo, "quantum chromodynamics gluon confinement lattice")
     assert good.retrieval_score > off.retrieval_score
+
+
+# --- the link graph in the recovery ladder -----------------------------------------------------------------
+
+
+def test_a_note_linked_from_a_hit_joins_the_context_when_it_holds_what_is_missing(tmp_path: Path) -> None:
+    """The second step of a two-step question: the hit links to the note that holds the rest."""
+    root = tmp_path / "v"
+    (root / "Net").mkdir(parents=True)
+    (root / "Net/Directory service.md").write_text(
+        "# Directory service\n\nThe directory service keeps accounts; its protocol is [[LDAP]].\n"
+    )
+    (root / "Net/LDAP.md").write_text("# LDAP\n\nListens on port 389.\n")
+    for i in range(8):  # notes that hold more of the question's words than the linked note does
+        (root / f"Net/Service {i}.md").write_text(
+            f"# Service {i}\n\nAnother directory service {i}, with its own protocol.\n"
+        )
+    task = "Which port does the directory service protocol listen on?"
+    vaults = VaultSet([root])
+    try:
+        result = _retrieve(vaults, task, limit=2)
+        paths = [c.path for c in result.context]
+        assert paths[0] == "Net/Directory service.md"
+        assert "Net/LDAP.md" in paths  # default retrieval: linked with the best hit, holds rare words
+        # The ladder's step on its own: from context without it, the link to LDAP is followed.
+        retriever = DirectSearchRetriever(vaults, limit=2)
+        hits = vaults.search(task, limit=2)
+        first = [c for c in result.context if c.path != "Net/LDAP.md"]
+        linked = retriever._linked(task, hits, first, False)
+    finally:
+        vaults.close()
+    assert [c.path for c in linked] == ["Net/LDAP.md"]
+    assert "389" in linked[0].text and linked[0].citation == "[[Net/LDAP#LDAP]]"
+
+
+def test_no_linked_notes_when_the_context_already_covers_the_task(demo: VaultSet) -> None:
+    result = _retrieve(demo, "first crack")
+    assert "notes linked with the best hits" not in result.queries

@@ -619,7 +619,7 @@ def test_query_of_only_very_common_words_still_answers(demo: Vault, monkeypatch:
     matches and then to an unranked sample instead of scoring every passage, and still answers."""
     from engine.vault import _search
 
-    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0)})
+    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
     monkeypatch.setattr(_search, "_AFFORDABLE", 1)
     demo.index._counts.clear()
     hits = demo.search("espresso grind")

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from engine.retrieval.synthesis import Conflict, detect_conflicts, render_conflicts
+from engine.retrieval.synthesis import (
+    Conflict,
+    detect_conflicts,
+    drop_repeated_bullets,
+    render_conflicts,
+    source_of,
+)
 
 pytestmark = pytest.mark.usefixtures("shad_home")
 
@@ -57,9 +63,50 @@ def test_agreement_and_unrelated_facts_are_not_conflicts() -> None:
     assert detect_conflicts(children) == []
 
 
-def test_same_child_never_conflicts_with_itself() -> None:
-    text = "- A DTR of 20 % is typical. [[A/B]]\n- A DTR of 25 % for espresso. [[A/C]]"
+def test_one_source_never_conflicts_with_itself() -> None:
+    # One note, cited under two headings, and its sync-conflict copies: one source, whatever it says.
+    text = (
+        "- A DTR of 20 % is typical. [[Roasting/Development time#Filter]]\n"
+        "- A DTR of 25 % for espresso. [[Roasting/Development time#Espresso]]\n"
+        "- A DTR of 30 % here. [[Roasting/Development time (conflict 2026-04-02)]]\n"
+        "- A DTR of 35 % there. [[Roasting/Development time.sync-conflict-20260402-101010-ABCDEFG]]"
+    )
     assert detect_conflicts([child("a", "t", text)]) == []
+    assert source_of("[[Roasting/Development time (conflict 2026-04-02)#H|x]]") == "roasting/development time"
+
+
+def test_two_notes_in_one_subtask_can_conflict() -> None:
+    text = "- A DTR of 20 % is typical. [[A/B]]\n- A DTR of 25 % is typical. [[A/C]]"
+    (c,) = detect_conflicts([child("a", "t", text)])
+    assert [(s.value, s.citations, s.source) for s in c.sides] == [
+        ("20", ["[[A/B]]"], "a/b"),
+        ("25", ["[[A/C]]"], "a/c"),
+    ]
+
+
+def test_copied_text_is_one_source_not_agreement_or_conflict() -> None:
+    children = [
+        child("a", "t1", "Rest beans 3 days. [[Roasting/Resting]]"),
+        child("b", "t2", "Rest beans 3 days. [[Archive/Resting copy]]"),  # the same words, copied
+        child("c", "t3", "Rest beans 7 days. [[Journal/Log]]"),
+    ]
+    (c,) = detect_conflicts(children)
+    assert [s.citations[0] for s in c.sides] == ["[[Roasting/Resting]]", "[[Journal/Log]]"]
+    assert detect_conflicts(children[:2]) == []
+
+
+def test_repeated_bullets_are_dropped_across_sections() -> None:
+    text = (
+        "Lead sentence. [[A/B]]\n\n### First\n\n- Rest beans 3 days. [[A/B]]\n- Grind coarse. [[C/D]]\n\n"
+        "### Second\n\n- Rest beans 3 days! [[A/B#Other]]\n- Something new here. [[E/F]]\n\n"
+        "### Third\n\n- Grind   coarse. [[C/D]]\n"
+    )
+    out, dropped = drop_repeated_bullets(text)
+    assert dropped == 2
+    assert out.count("Rest beans 3 days") == 1 and out.count("Grind") == 1
+    assert "- Something new here. [[E/F]]" in out
+    assert out.rstrip().endswith("### Third\n\n_Its passages are quoted in the sections above._")
+    assert drop_repeated_bullets(out) == (out, 0)
 
 
 def test_citation_attribution_per_sentence() -> None:

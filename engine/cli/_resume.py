@@ -22,6 +22,8 @@ def resume_run(
     budget: str | None = None,
     max_tokens: int | None = None,
     max_depth: int | None = None,
+    max_nodes: int | None = None,
+    max_branching: int | None = None,
     replay: str | None = None,
     store_url: str | None = None,
     as_json: bool = False,
@@ -40,6 +42,8 @@ def resume_run(
             add_tokens=extra_tokens(budget, previous.config.budgets.max_tokens if previous.config else 0),
             max_tokens=max_tokens,
             max_depth=max_depth,
+            max_nodes=max_nodes,
+            max_branching=max_branching,
             replay=replay,
             store_url=store_url,
             checkpoints=checkpoints,
@@ -63,6 +67,8 @@ def resume_run(
 @click.option("--budget", metavar="+N|+P%", help="More tokens: +20000, or +25% of the original budget.")
 @click.option("--max-tokens", type=int, help="The run's token budget, in all (instead of --budget).")
 @click.option("--max-depth", type=int, help="A new depth limit.")
+@click.option("--max-nodes", type=int, help="A new node limit (subtasks a smaller one cut then run).")
+@click.option("--max-branching", type=int, help="A new limit of subtasks per node.")
 @click.option(
     "--redis", "redis_url", metavar="URL", help="Cache and ledger on this Redis (default: REDIS_URL)."
 )
@@ -74,19 +80,23 @@ def resume_cmd(
     budget: str | None,
     max_tokens: int | None,
     max_depth: int | None,
+    max_nodes: int | None,
+    max_branching: int | None,
     redis_url: str | None,
     checkpoint_policy: str | None,
     no_checkpoints: bool,
     as_json: bool,
 ) -> int:
     """Continue a stopped run: finished nodes whose notes are unchanged are kept, stale ones are
-    re-verified (or run again), the rest runs within the budget left. Every resume is an event in the
-    run's own history."""
+    re-verified (or run again), the rest runs within the budget left; subtasks a limit cut from the plan
+    run once the new limits make room for them. Every resume is an event in the run's own history."""
     return resume_run(
         run_id,
         budget=budget,
         max_tokens=max_tokens,
         max_depth=max_depth,
+        max_nodes=max_nodes,
+        max_branching=max_branching,
         replay=replay,
         store_url=redis_url,
         as_json=as_json,

@@ -1,10 +1,11 @@
 """Text helpers of the offline provider: passages, terms and extractive ranking. No model anywhere.
 
 A context item's text is Markdown. ``display_text`` renders it the way Obsidian shows it (a wikilink
-shows its label, ``^block`` ids and embeds are hidden), so quoted passages never carry links the
-context item did not give as its citation. ``passages`` splits it into quotable units: a list item,
-a table row or a sentence (headings, code fences and rules are skipped). ``rank_passages`` scores each
-passage by the query terms it contains (stemmed, stop words out), each term weighted by its rarity
+shows its label, ``^block`` ids and embeds are hidden; code is kept as written), so quoted passages
+never carry links the context item did not give as its citation. ``passages`` splits it into quotable
+units: a list item, a table row or a sentence (headings and rules are skipped; a short code block right
+after a prose line is quoted with that line as inline code, other code is skipped). ``rank_passages``
+scores each passage by the query terms it contains (stemmed, stop words out), each term weighted by its rarity
 among the passages (idf); terms found only in the item's heading or note path count at a lower weight.
 """
 
@@ -18,6 +19,7 @@ from ..text import parse_query, stem
 
 __all__ = [
     "Passage",
+    "answer_weight",
     "display_text",
     "estimate_tokens",
     "passages",
@@ -49,6 +51,21 @@ _ABBREV = re.compile(
     r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|ca|no|fig|dr|mr|mrs|ms|st|jr|sr|al)\.|\b[A-Z]\.)$", re.I
 )
 _WORD = re.compile(r"[^\W_]+", re.U)
+_ONLY_LINKS = re.compile(r"\s*(?:[-*+]\s+|\d{1,3}[.)]\s+)?(?:!?\[\[[^\[\]\n]+\]\][\s,;.·|-]*)+")
+_CODE_SPAN = re.compile(r"(`+[^`\n]+?`+)")
+MAX_CODE_CHARS = 160  # a fenced block this short, right after a sentence, is quoted with it
+ANSWER_BONUS = 0.1
+POINTER_PENALTY = 0.2
+_STEP = re.compile(
+    r"^(?:to [\w -]{2,60}?[,:]|(?:click|select|open|type|press|add|use|go to|enter|choose|drag|run|enable|"
+    r"disable|set|create|install|right-click|navigate)\b)",
+    re.I,
+)
+_POINTER = re.compile(
+    r"\b(?:see|check out|refer to|learn (?:more|how)|read more|for more|more in[- ]depth|"
+    r"(?:are|is) (?:commonly|frequently) asked)\b",
+    re.I,
+)
 
 
 def estimate_tokens(text: str) -> int:
@@ -83,8 +100,19 @@ def _link_label(m: re.Match[str]) -> str:
 
 
 def display_text(text: str) -> str:
-    """Markdown as Obsidian displays it, as far as quoting cares: links become their labels."""
-    return _WIKILINK.sub(_link_label, text)
+    """Markdown as Obsidian displays it, as far as quoting cares: links become their labels. Code (fenced
+    blocks and `inline` spans) is shown as written: a syntax such as `![[Note#Heading]]` is the answer."""
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.strip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced or line.strip().startswith(("```", "~~~")):
+            out.append(line)
+            continue
+        pieces = _CODE_SPAN.split(line)  # odd pieces are code spans
+        out.append("".join(p if k % 2 else _WIKILINK.sub(_link_label, p) for k, p in enumerate(pieces)))
+    return "\n".join(out)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -102,12 +130,25 @@ def passages(text: str) -> list[str]:
     """Quotable units of a Markdown section (see the module docstring), in order."""
     out: list[str] = []
     fenced = False
-    for raw in display_text(text).splitlines():
+    code: list[str] = []
+    prose_at: int | None = None  # the last unit, when it came from the prose line just before a fence
+    for source, raw in zip(text.split("\n"), display_text(text).split("\n"), strict=True):
         line = raw.strip()
+        if not fenced and _ONLY_LINKS.fullmatch(source):
+            continue  # a list of links: their labels say nothing
         if line.startswith(("```", "~~~")):
             fenced = not fenced
+            if not fenced:
+                _attach_code(out, prose_at, code)
+                code, prose_at = [], None
             continue
-        if fenced or not line or line.startswith("#") or re.fullmatch(r"[-*_=|:\s]{3,}", line):
+        if fenced:
+            code += [line] if line else []
+            continue
+        if not line:
+            continue
+        prose_at = None
+        if line.startswith("#") or re.fullmatch(r"[-*_=|:\s]{3,}", line):
             continue
         line = _BLOCK_ID.sub("", _QUOTE.sub("", line)).strip()
         if line.startswith("|") or _LIST.match(line):
@@ -118,7 +159,18 @@ def passages(text: str) -> list[str]:
             unit = unit.strip()
             if len(_WORD.findall(unit)) >= MIN_WORDS:
                 out.append(unit)
+        if units and out and out[-1] == units[-1].strip() and not line.startswith("|"):
+            prose_at = len(out) - 1
     return out
+
+
+def _attach_code(out: list[str], at: int | None, code: list[str]) -> None:
+    """A short code block right after a prose line shows what that line says: quote it with it, as
+    inline code ("To embed a note: `![[Internal links]]`")."""
+    shown = " ".join(f"`{c}`" for c in code if "`" not in c)
+    if at is None or not code or len(shown) > MAX_CODE_CHARS or len(code) > 3 or "`" in "".join(code):
+        return
+    out[at] = f"{out[at]} {shown}"
 
 
 def clip(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:
@@ -151,8 +203,9 @@ def rank_passages(
     in its label at all (the note is about the subject), plus ``NUMBER_BONUS`` when the query
     asks for a quantity (how many / how much / which port ...) and the passage holds a number, plus
     ``DEFINITION_BONUS`` when the query asks "what is X?" and the passage says "X is ..." or "this is X",
-    plus up
-    to ``RANK_BONUS`` for items the retrieval ranked first. A passage must contain, or sit under a label
+    plus ``answer_weight`` (a passage that states a syntax, a number or a step goes before one that only
+    mentions the topic or points elsewhere), plus up to ``RANK_BONUS`` for items the retrieval ranked
+    first. A passage must contain, or sit under a label
     containing, at least one term of ``query`` itself. Ties keep item order, then passage order."""
     q_terms = terms(query)
     weights = dict.fromkeys(q_terms, 1.0)
@@ -185,10 +238,23 @@ def rank_passages(
             score += NUMBER_BONUS
         if defines is not None and defines.search(" ".join(_WORD.findall(text.lower()))):
             score += DEFINITION_BONUS
+        score += answer_weight(text)
         score += RANK_BONUS * (1 - i / len(items))
         ranked.append(Passage(text, i, j, round(score, 6), tuple(own + inherited), round(coverage, 6)))
     ranked.sort(key=lambda p: (-p.score, p.item, p.index))
     return ranked
+
+
+def answer_weight(text: str) -> float:
+    """``ANSWER_BONUS`` for a passage that states an answer (a syntax in code, a number, a step);
+    ``-POINTER_PENALTY`` for one that only points elsewhere ("see ...", "for more ..."), asks a
+    question instead of answering it, or introduces something it does not show (ends with ":")."""
+    bare = _CODE_SPAN.sub(" ", text)
+    if bare.rstrip(" *_").endswith("?") or (_POINTER.search(bare) and len(_WORD.findall(bare)) < 25):
+        return -POINTER_PENALTY
+    if _CODE_SPAN.search(text) or _DIGIT.search(bare) or _STEP.match(bare):
+        return ANSWER_BONUS
+    return -POINTER_PENALTY if bare.rstrip(" *_").endswith(":") else 0.0
 
 
 def _definition_pattern(query: str) -> re.Pattern[str] | None:

@@ -13,6 +13,10 @@ It works from each request's ``purpose`` and structured ``inputs`` (never from t
   is not quoted. When nothing is left it says so plainly.
 - ``synthesize``: a one-paragraph lead made of the children's best cited sentences, then each child's
   answer under ``### <task>``, so every citation is kept.
+- ``support``: ``judge`` for each of ``inputs["claims"]`` (``{"id", "claim", "source"}``), as
+  ``{"verdicts": [{"id", "supported", "reason"}]}``.
+- ``reconcile``: every side of each of ``inputs["conflicts"]`` with its value, statement and citations
+  (no model: nothing is settled, both sides are kept).
 - ``judge``: ``supported`` when at least ``JUDGE_THRESHOLD`` (60 %) of the claim's content-word stems
   occur in ``source_text`` and every number in the claim does too.
 - ``script``: a retrieval script from a fixed template that calls ``obsidian.search`` and
@@ -88,6 +92,13 @@ class OfflineProvider:
         if purpose == "judge":
             verdict = judge(inputs)
             return json.dumps(verdict, ensure_ascii=False), verdict
+        if purpose == "support":  # the batched judge: one verdict per claim
+            verdicts = {
+                "verdicts": [_support_verdict(c) for c in inputs.get("claims") or () if isinstance(c, dict)]
+            }
+            return json.dumps(verdicts, ensure_ascii=False), verdicts
+        if purpose == "reconcile":
+            return reconcile(inputs), None
         if purpose == "script":
             return retrieval_script(_str(inputs.get("task")), inputs.get("hints")), None
         if purpose == "repair":
@@ -328,3 +339,23 @@ def judge(inputs: dict[str, Any]) -> dict[str, Any]:
     if missing_numbers:
         reason += f"; number(s) {', '.join(missing_numbers)} not in the source"
     return {"supported": supported, "reason": reason, "overlap": round(share, 3)}
+
+
+def _support_verdict(item: dict[str, Any]) -> dict[str, Any]:
+    verdict = judge({"claim": item.get("claim"), "source_text": item.get("source")})
+    return {"id": item.get("id"), "supported": verdict["supported"], "reason": verdict["reason"]}
+
+
+def reconcile(inputs: dict[str, Any]) -> str:
+    """Both sides of each conflict, each with its citations: without a model nothing is settled."""
+    lines = []
+    for c in inputs.get("conflicts") or ():
+        if not isinstance(c, dict):
+            continue
+        sides = [s for s in c.get("sides") or () if isinstance(s, dict)]
+        said = "; ".join(
+            f"{_str(s.get('value'))} per “{_str(s.get('statement'))}” {' '.join(s.get('citations') or [])}"
+            for s in sides
+        )
+        lines.append(f"- {_str(c.get('slot'))}: the sources differ: {said}. They are not reconciled here.")
+    return "\n".join(lines)

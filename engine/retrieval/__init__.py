@@ -1,8 +1,9 @@
 """Retrieval: what a leaf reads from the vaults, how good it is, and what a report may cite.
 
 Direct search (``DirectSearchRetriever``) and Code Mode (``CodeModeRetriever``: model-written scripts in
-the sandbox, with the recovery ladder), the retrieval score, citations (``citations``) and the checks of
-a synthesis (``synthesis``).
+the sandbox, with the recovery ladder), the retrieval score, citations (``citations``), the checks of
+a synthesis (``synthesis``), of each claim against its cited passage (``support``) and of the goal's
+asks against what the report found (``coverage``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 SECTION_CHARS = 1200
+LINKED_ITEMS = 2  # sections of notes linked with the best hits that may take the place of the last hits
+LINKED_FROM = 3  # the best hits whose links are followed
 
 
 @dataclass
@@ -142,6 +144,17 @@ def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[st
     return round(max(0.0, min(1.0, score)), 3), signals
 
 
+def _missing_words(task: str, items: list[ContextItem]) -> list[str]:
+    """The task's words (stop words out) that no context item holds (compared by stem)."""
+    texts = [c.text.lower() for c in items]
+    missing = []
+    for word in parse_query(task).words():
+        pattern = re.compile(r"\b" + re.escape(stem(word)))
+        if not any(pattern.search(t) for t in texts):
+            missing.append(word)
+    return missing
+
+
 class DirectSearchRetriever:
     """Search the vaults for the task and return the sections the best hits fall under."""
 
@@ -193,6 +206,10 @@ class DirectSearchRetriever:
                     hit.score,
                 )
             )
+        linked = self._linked(task, hits, items, multi)
+        if linked:
+            items = items[: max(1, self.limit - len(linked))] + linked
+            queries.append("notes linked with the best hits")
         score, signals = retrieval_score(task, items)
         why = (
             f"{len(items)} section(s) from {len({(c.vault, c.path) for c in items})} note(s) for {queries!r}"
@@ -200,6 +217,39 @@ class DirectSearchRetriever:
         return RetrievalResult(
             items, queries, "direct", signals, confidence=score, why=why, retrieval_score=score
         )
+
+    def _linked(self, task: str, hits: list[Hit], items: list[ContextItem], multi: bool) -> list[ContextItem]:
+        """The second step of a two-step question is usually one link away from the first: when the task
+        has words the context lacks, the notes linked from or to the best hits that match the task best,
+        each with its section that matches it best."""
+        if not _missing_words(task, items):
+            return []
+        query = task
+        seen = {(c.vault, c.path) for c in items}
+        out: list[ContextItem] = []
+        for hit in hits[:LINKED_FROM]:
+            vault = self.vaults.get(hit.vault)
+            linked = getattr(vault, "linked", None)  # a remote vault has no index to follow links in
+            if linked is None:
+                continue
+            for path in linked(hit.path, query, limit=LINKED_ITEMS + len(seen)):
+                if (hit.vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
+                    continue
+                found = vault.search(query, limit=1, path=path, exclude=self.exclude)
+                if not found:
+                    continue
+                try:
+                    note = vault.read_note(path)
+                except Exception:  # deleted or unreadable since indexing
+                    continue
+                best = found[0]
+                seen.add((hit.vault, path))
+                link = citation_link(hit.vault, path, best.heading, multi)
+                text = section(note, best.heading, best.snippet)
+                out.append(ContextItem(hit.vault, path, best.heading, text, link, best.score))
+                if len(out) >= LINKED_ITEMS:
+                    return out
+        return out
 
     def _search(self, query: str) -> list[Hit]:
         return self.vaults.search(query, limit=self.limit, exclude=self.exclude)

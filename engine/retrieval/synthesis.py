@@ -10,10 +10,16 @@ time:
   content word before the number in the same clause (its stem) plus the unit. Bare numbers without a
   unit, and years, are ignored.
 
-A child's first value for a slot is its value. When two or more children give a slot different values,
-that is a ``Conflict``: every side is kept with its child's task, node id, the statement and its
-citations. This is deliberately simple and errs towards missing a conflict rather than inventing one:
-the same quantity worded differently ("rest" vs "resting time") is not matched.
+Sides are counted per *source*: the note a statement cites (its first citation, heading dropped). A
+source's first value for a slot is its value. Copies of one source are one source: a sync-conflict
+copy ("Note (conflict 2024-01-02)", "Note.sync-conflict-...") counts as its original, and statements
+with the same words from different notes are one statement copied. When two or more sources give a slot
+different values, that is a ``Conflict``: every side is kept with its subtask, node id, the statement
+and its citations. This is deliberately simple and errs towards missing a conflict rather than
+inventing one: the same quantity worded differently ("rest" vs "resting time") is not matched.
+
+``drop_repeated_bullets`` keeps a report from saying the same thing twice: a list item whose words repeat
+an earlier one (near-identical, citations aside) is dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +31,15 @@ from typing import Any
 from ..text import STOP_WORDS, stem
 from .citations import make_citation
 
-__all__ = ["MAX_CONFLICTS", "Conflict", "ConflictSide", "detect_conflicts", "render_conflicts"]
+__all__ = [
+    "MAX_CONFLICTS",
+    "Conflict",
+    "ConflictSide",
+    "detect_conflicts",
+    "drop_repeated_bullets",
+    "render_conflicts",
+    "source_of",
+]
 
 MAX_CONFLICTS = 10
 GENERIC_KEYS = frozenset(
@@ -49,6 +63,9 @@ _QUANTITY = re.compile(
 _CLAUSE_BREAK = re.compile(r"[,;:()]|\bbut\b|\band\b|\bwhile\b|\bwhereas\b", re.I)
 _WORD = re.compile(r"[^\W\d_]+", re.U)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\[A-Z0-9])|(?<=\]\])\s+(?=[A-Z0-9])")
+_COPY = re.compile(r"(?: \([^)]*\bconflict(?:ed)?\b[^)]*\)|\.sync-conflict-[^/]*)$", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+REPEAT_SHARE = 0.85  # word-set overlap (Jaccard) at which two list items say the same thing
 
 
 @dataclass
@@ -58,6 +75,7 @@ class ConflictSide:
     value: str
     statement: str
     citations: list[str] = field(default_factory=list)
+    source: str = ""  # the note it rests on (a copy counts as its original)
 
 
 @dataclass
@@ -154,8 +172,18 @@ def _child_citations(child: Any) -> list[str]:
     return out
 
 
+def source_of(citation: str) -> str:
+    """The note a citation rests on: its path without heading or block, a sync-conflict copy's suffix
+    removed, case folded (``[[A/Note (conflict 2024-01-02)#H]]`` -> ``a/note``)."""
+    inner = citation.strip()
+    inner = inner[2:-2] if inner.startswith("[[") and inner.endswith("]]") else inner
+    path = inner.split("|", 1)[0].split("#", 1)[0].strip()
+    path = path[:-3] if path.lower().endswith(".md") else path
+    return _COPY.sub("", path).strip().casefold()
+
+
 def detect_conflicts(children: list[Any]) -> list[Conflict]:
-    """Decision slots that different children fill with different values (see the module docstring).
+    """Decision slots that different sources fill with different values (see the module docstring).
     ``children``: dicts or objects with ``node_id`` (or ``id``), ``task``, ``answer``, ``citations``."""
     slots: dict[str, dict[str, Any]] = {}
     for child in children:
@@ -165,29 +193,76 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
         node_id = str(_field(child, "node_id") or _field(child, "id") or "?")
         task = " ".join(str(_field(child, "task") or "").split())
         fallback = _child_citations(child)
-        seen_here: set[str] = set()
         for statement, cites in _statements(answer):
             facts = []
             kv = _key_value(statement)
             if kv:
                 facts.append((*kv, "key_value"))
             facts += [(*n, "number") for n in _numbers(statement)]
+            cited = cites or fallback[:3]
+            source = source_of(cited[0]) if cited else f"node:{node_id}"
             for slot, label, value, kind in facts:
-                if slot in seen_here or not value:
+                if not value:
                     continue
-                seen_here.add(slot)
                 entry = slots.setdefault(slot, {"label": label, "kind": kind, "sides": []})
-                entry["sides"].append(ConflictSide(node_id, task, value, statement, cites or fallback[:3]))
+                sides: list[ConflictSide] = entry["sides"]
+                said = _same_words(statement)
+                if any(s.source == source or _same_words(s.statement) == said for s in sides):
+                    continue  # one source (or a copy of it) is one side, whatever it says again
+                sides.append(ConflictSide(node_id, task, value, statement, cited, source))
     conflicts = []
     for slot in sorted(slots):
         entry = slots[slot]
-        sides: list[ConflictSide] = entry["sides"]
-        if len({s.value for s in sides}) < 2 or len({s.node_id for s in sides}) < 2:
-            continue
-        if len({s.statement for s in sides}) < 2:
-            continue
+        sides = entry["sides"]
+        if len({s.value for s in sides}) < 2:
+            continue  # agreement, or a single source
         conflicts.append(Conflict(entry["label"], entry["kind"], sides))
     return conflicts[:MAX_CONFLICTS]
+
+
+def _same_words(statement: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", statement.lower()))
+
+
+def _words(line: str) -> set[str]:
+    return set(re.findall(r"[^\W_]+", _CITE.sub(" ", line).lower()))
+
+
+def drop_repeated_bullets(text: str) -> tuple[str, int]:
+    """(``text`` without list items that repeat an earlier list item, how many were dropped). A section
+    left with no item of its own says that its passages are quoted above."""
+    seen: list[set[str]] = []
+    out: list[str] = []
+    dropped = 0
+    section_start: int | None = None
+    kept_here = 0
+    removed_here = 0
+
+    def close_section() -> None:
+        if section_start is not None and removed_here and not kept_here:
+            blank = 0
+            while len(out) > section_start + 1 and not out[-1].strip():
+                out.pop()
+                blank += 1
+            out.extend(["", "_Its passages are quoted in the sections above._"] + [""] * min(blank, 1))
+
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            close_section()
+            section_start, kept_here, removed_here = len(out), 0, 0
+            out.append(line)
+            continue
+        if _BULLET.match(line) and "[[" in line:
+            words = _words(_BULLET.sub("", line))
+            if words and any(len(words & w) / len(words | w) >= REPEAT_SHARE for w in seen):
+                dropped += 1
+                removed_here += 1
+                continue
+            seen.append(words)
+            kept_here += 1
+        out.append(line)
+    close_section()
+    return "\n".join(out), dropped
 
 
 def render_conflicts(conflicts: list[Conflict]) -> str:
@@ -197,8 +272,8 @@ def render_conflicts(conflicts: list[Conflict]) -> str:
     lines = [
         "### Conflicting findings",
         "",
-        "The subtasks state different values for the same thing. Every side is kept, with the subtask that "
-        "said it and its sources; check the cited notes before relying on either.",
+        "The cited sources state different values for the same thing. Every side is kept, with its source "
+        "and the subtask that found it; check the cited notes before relying on either.",
         "",
     ]
     for c in conflicts:

@@ -127,6 +127,8 @@ async def aresume(
     add_tokens: int = 0,
     max_tokens: int | None = None,
     max_depth: int | None = None,
+    max_nodes: int | None = None,
+    max_branching: int | None = None,
     replay: str | None = None,
     store_url: str | None = None,
     provider: Provider | None = None,
@@ -138,7 +140,8 @@ async def aresume(
 
     Finished nodes whose notes are unchanged are kept; stale ones are re-verified or run again;
     ``replay`` ("NODE", "subtree:NODE" or "stale") runs nodes again on purpose. ``add_tokens`` raises
-    the budget by that much; ``max_tokens`` sets it; ``max_depth`` overrides the depth limit.
+    the budget by that much; ``max_tokens`` sets it; ``max_depth``, ``max_nodes`` and ``max_branching``
+    override those limits (subtasks a smaller limit cut from the plan run once there is room for them).
     Decisions recorded at checkpoints (``decide``) are applied; ``checkpoints`` overrides the run's
     policy for what is still undecided (``decider`` answers under ``ask``).
     """
@@ -164,7 +167,10 @@ async def aresume(
                 f"run {run_id} has {total - spent} tokens left, too few to continue",
                 hint=f"resume with more: shad resume {run_id} --budget +50%",
             )
-        budgets = replace(config.budgets, max_tokens=total, max_depth=max_depth or config.budgets.max_depth)
+        limits = {"max_depth": max_depth, "max_nodes": max_nodes, "max_branching": max_branching}
+        budgets = replace(
+            config.budgets, max_tokens=total, **{k: v for k, v in limits.items() if v is not None}
+        )
         config = replace(
             config, budgets=budgets, store_url=url, checkpoints=checkpoints or config.checkpoints
         )

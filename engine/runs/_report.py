@@ -4,6 +4,7 @@ the history (``dag.json``, metrics, the replay manifest), all written atomically
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 import time
 from typing import Any
 
@@ -13,7 +14,9 @@ from ..events import RunFinished
 from ..retrieval import citations as cite
 from . import checkpoints as cp
 from ._context import RunContext
+from ._resume_plan import cover_cut
 from ._run import Run, RunStatus
+from ._verify import BodyChecks, check_body
 from .dag import NodeStatus
 
 __all__ = ["finish_run", "render_report", "resume_command"]
@@ -25,13 +28,18 @@ def resume_command(run: Run, stop_reason: str | None = None, tokens: int = 0) ->
     (and the root's synthesis), with half again as margin, rounded up to thousands."""
     if run.status is RunStatus.NEEDS_HUMAN:
         return f"shad checkpoint {run.id}"  # lists what waits; deciding resumes the run
+    # Subtasks the limits cut from the plan: the limits that make room for all of them.
+    limits = "".join(
+        f" --{name.replace('_', '-')} {value}"
+        for name, value in cover_cut(run.dag, run.config.budgets).items()
+    )
     if not (stop_reason and "token budget" in stop_reason):
-        return f"shad resume {run.id}"
+        return f"shad resume {run.id}{limits}"
     done = [n for n in run.dag if n.status.ok and n.tokens]
     todo = sum(1 for n in run.dag if not n.status.ok) + 1
     per_node = (sum(n.tokens for n in done) / len(done)) if done else max(tokens, 1000)
     extra = max(1000, int(per_node * todo * 1.5))
-    return f"shad resume {run.id} --budget +{-(-extra // 1000) * 1000}"
+    return f"shad resume {run.id} --budget +{-(-extra // 1000) * 1000}{limits}"
 
 
 def _status(run: Run) -> RunStatus:
@@ -56,6 +64,7 @@ def _missing_branches(run: Run) -> list[dict[str, Any]]:
             "task": n.task,
             "status": n.status.value,
             "reason": n.note or (n.error or {}).get("message", ""),
+            **({"limit": n.cut} if n.cut else {}),  # left out of the plan by this limit
         }
         for n in run.dag
         if not n.status.ok
@@ -87,6 +96,7 @@ def render_report(
     stop_reason: str | None = None,
     checkpoints: list[cp.Checkpoint] | None = None,
     conflict_copies: list[dict[str, Any]] | None = None,
+    checks: BodyChecks | None = None,
 ) -> str:
     front = {
         "type": "report",
@@ -142,9 +152,58 @@ def render_report(
             copy_of = f" — a copy of `{c['original']}`" if c.get("original") else ""
             parts.append(f"- `{c['path']}` in {c['vault']}{copy_of}")
         parts.append("")
+    parts += _check_lines(run, checks)
     if run.status is not RunStatus.SUCCESS:
-        parts += [f"To continue this run: `{resume_command(run, stop_reason, tokens)}`", ""]
+        command = _next(run, checks, stop_reason, tokens)
+        lead = "To continue this run" if command.startswith(("shad resume", "shad checkpoint")) else "Next"
+        parts += [f"{lead}: `{command}`", ""]
     return "\n".join(parts)
+
+
+def _next_search(run: Run, checks: BodyChecks) -> str | None:
+    """For asks the vault did not answer: a run on just those asks (the goal's other words left out), or,
+    when the goal was that one ask, a search to look through the vault by hand."""
+    if not checks.uncovered:
+        return None
+    vaults = " ".join(f"--vault {shlex.quote(v)}" for v in run.config.vaults)
+    goal = " ".join(run.config.goal.split())
+    focused = [a.query for a in checks.uncovered if " ".join(a.query.split()) != goal]
+    if focused:
+        return f"shad run {shlex.quote('; '.join(focused))} {vaults}"
+    return f"shad vault search {shlex.quote(checks.uncovered[0].query)} {vaults}"
+
+
+def _next(run: Run, checks: BodyChecks | None, stop_reason: str | None, tokens: int = 0) -> str:
+    """The command a report ends with: the resume command, or (when only uncovered asks made the run
+    PARTIAL: nothing is left to resume) the one that looks for what the vault did not answer."""
+    found = _next_search(run, checks) if checks is not None else None
+    cut = _missing_branches(run) or run.failures or stop_reason
+    if found and not cut and run.status is RunStatus.PARTIAL:
+        return found
+    return resume_command(run, stop_reason, tokens)
+
+
+def _check_lines(run: Run, checks: BodyChecks | None) -> list[str]:
+    """The asks no cited passage answers, and the claims their passages do not support."""
+    if checks is None:
+        return []
+    lines: list[str] = []
+    if checks.uncovered:
+        unfinished = any(not n.status.ok for n in run.dag)
+        label = "Not answered yet (the run did not finish):" if unfinished else "Not found in the vault:"
+        lines += ["## Coverage", "", label, ""]
+        lines += [f"- {a.text}" for a in checks.uncovered]
+        lines.append("")
+    if checks.unsupported:
+        lines += [
+            "## Unsupported claims",
+            "",
+            f"Their cited passages do not say so (checked: {checks.method}):",
+            "",
+        ]
+        lines += [f"- “{v.claim[:200]}” {' '.join(v.citations)} — {v.reason}" for v in checks.unsupported]
+        lines.append("")
+    return lines
 
 
 def _checkpoint_lines(checkpoints: list[cp.Checkpoint]) -> list[str]:
@@ -184,6 +243,11 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     run.finished_at = time.time()
     seconds = run.finished_at - run.started_at
     body = _body(run)
+    root = run.dag.root() if len(run.dag) else None
+    checks = check_body(ctx, body, root)  # support, coverage: an ask the vault does not answer is said so
+    body = checks.body
+    if run.status is RunStatus.SUCCESS and checks.uncovered:
+        run.status = RunStatus.PARTIAL
     if state.software_report:  # the files cite their notes: those citations are checked like any other
         body = body.rstrip() + "\n\n" + "\n".join(state.software_report)
     for section in (state.garden_report, state.learn_report):
@@ -202,7 +266,16 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     checkpoints = cp.load_all(run.history)
     conflict_copies = ctx.vaults.conflict_copies()
     run.report = render_report(
-        run, body, unresolved, missing, tokens, seconds, state.stop_reason, checkpoints, conflict_copies
+        run,
+        body,
+        unresolved,
+        missing,
+        tokens,
+        seconds,
+        state.stop_reason,
+        checkpoints,
+        conflict_copies,
+        checks,
     )
     executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
     metrics = {
@@ -218,6 +291,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "cost_usd": round(state.cost_usd, 6) if state.cost_known else None,
         "llm_in_flight_peak": ctx.llm.peak,
         "llm_backoffs": ctx.llm.backoffs,
+        **checks.metrics(),
     }
     run.summary = {
         "run_id": run.id,
@@ -232,7 +306,12 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "metrics": metrics,
         "missing_branches": missing,
         "stop_reason": state.stop_reason,
-        "resume_command": resume_command(run, state.stop_reason)
+        "uncovered": [a.text for a in checks.uncovered],
+        "answered": checks.answered,  # False: its citations are the closest passages, not an answer
+        "next_command": _next_search(run, checks),
+        "unsupported_claims": [v.to_dict() for v in checks.unsupported],
+        "conflicts": checks.conflicts,
+        "resume_command": _next(run, checks, state.stop_reason)
         if run.status is not RunStatus.SUCCESS
         else None,
         "failures": [{k: v for k, v in f.items() if k != "trace"} for f in run.failures],

@@ -9,7 +9,7 @@ from typing import Any
 from .._version import __version__
 from ..config import RunConfig
 from ..events import EventKind, kind_of
-from ..store.history import History, find_run
+from ..store.history import History, find_run, run_status, this_process
 from .dag import Dag, Node, NodeStatus
 
 __all__ = ["EXIT_CODES", "Run", "RunStatus"]
@@ -23,11 +23,13 @@ class RunStatus(str, enum.Enum):
     FAILED = "FAILED"
     NEEDS_HUMAN = "NEEDS_HUMAN"
     FAILED_WITH_DIAGNOSTIC = "FAILED_WITH_DIAGNOSTIC"
+    INTERRUPTED = "INTERRUPTED"  # its process was killed mid-run: it never finished, and resumes
 
 
 EXIT_CODES = {
     RunStatus.SUCCESS: 0,
     RunStatus.PARTIAL: 3,
+    RunStatus.INTERRUPTED: 3,
     RunStatus.NEEDS_HUMAN: 4,
     RunStatus.FAILED: 1,
     RunStatus.FAILED_WITH_DIAGNOSTIC: 1,
@@ -76,6 +78,7 @@ class Run:
             "status": self.status.value,
             "provider": self.provider_name,
             "config": self.config.to_dict(),
+            "process": this_process(),  # while RUNNING: whether the run is still alive, or was killed
         }
 
     def node_metrics(self, node: Node) -> dict[str, Any]:
@@ -123,7 +126,12 @@ class Run:
         if (history.dir / "final.summary.json").exists():
             summary = history.read_json("final.summary.json")
         run.summary = summary
-        run.status = RunStatus(summary.get("status") or manifest.get("status", "RUNNING"))
+        status, gone = run_status(manifest, summary)
+        run.status = RunStatus(status if status != "UNKNOWN" else "RUNNING")
+        if gone:  # its process was killed: the status says so, and how to continue
+            run.summary = _interrupted(run, manifest, summary, gone)
+        elif summary and run.status is RunStatus.RUNNING:  # an earlier session's summary; a later one runs
+            run.summary = {**summary, "status": RunStatus.RUNNING.value}
         run.strategy = summary.get("strategy")
         if run.strategy is None and (history.dir / "decisions" / "strategy.json").exists():
             run.strategy = history.read_json("decisions/strategy.json").get("strategy")  # killed early
@@ -140,6 +148,21 @@ class Run:
         if not run.dag and run.events:
             _rebuild_dag_from_events(run)
         return run
+
+
+def _interrupted(run: Run, manifest: dict[str, Any], summary: dict[str, Any], why: str) -> dict[str, Any]:
+    """What ``shad status`` says of a run whose process was killed: the summary of its last finished
+    session (if any) with the status, the reason and the command that continues it."""
+    return {
+        **summary,
+        "run_id": run.id,
+        "status": RunStatus.INTERRUPTED.value,
+        "goal": summary.get("goal") or manifest.get("config", {}).get("goal", ""),
+        "history_dir": str(run.history.dir),
+        "stop_reason": why,
+        "resumable": True,
+        "resume_command": f"shad resume {run.id}",
+    }
 
 
 def _vaults_exist(manifest: dict[str, Any]) -> bool:

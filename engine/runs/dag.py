@@ -55,6 +55,9 @@ class Node:
     note: str = ""  # why it was pruned, cached, decomposed or not
     cache_key: str = ""  # where its result is (or would be) cached
     checks: dict[str, Any] = field(default_factory=dict)  # software runs: its files' check status
+    # The limit (max_nodes, max_branching, max_depth) that left this planned subtask out of the run: it
+    # stays PRUNED, a missing branch, until a resume whose limits make room for it runs it.
+    cut: str = ""
 
     @property
     def duration_ms(self) -> float:
@@ -111,12 +114,18 @@ class Dag:
             self.graph.add_edge(dep, node.id, kind="soft")
         return node
 
-    def children(self, node_id: str) -> list[Node]:
+    def children(self, node_id: str, *, cut: bool = False) -> list[Node]:
+        """The subtasks of ``node_id`` that are part of the run; with ``cut``, those the limits left out
+        too (they never run, so a node whose only subtasks were cut answers as a leaf)."""
         return [
             self.node(c)
             for c in self.graph.successors(node_id)
-            if self.graph.edges[node_id, c]["kind"] == "child"
+            if self.graph.edges[node_id, c]["kind"] == "child" and (cut or not self.node(c).cut)
         ]
+
+    def planned(self) -> int:
+        """The nodes that count against ``max_nodes``: all but those the limits cut."""
+        return sum(1 for n in self if not n.cut)
 
     def root(self) -> Node:
         return next(n for n in self if n.parent is None)

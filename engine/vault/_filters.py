@@ -24,6 +24,20 @@ class SearchFilters:
     exclude: Sequence[str] = ()  # path prefixes to leave out
     conflicts: bool = False  # keep sync-conflict copies (left out by default: they are not sources)
 
+    def narrows(self) -> bool:
+        """Whether these filters leave out more than sync-conflict copies (few): when they do not, ranking
+        queries skip the join with ``files`` (a random lookup per matching row) and the final hits are
+        filtered instead."""
+        return bool(
+            self.path
+            or self.type
+            or self.tags
+            or self.where
+            or self.exclude
+            or self.modified_after is not None
+            or self.modified_before is not None
+        )
+
     def sql(self) -> tuple[str, list[Any]]:
         """(WHERE clause over ``files f``, its parameters)."""
         clauses: list[str] = ["f.is_note = 1"]

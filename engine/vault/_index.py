@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._index_db import CHUNK_BITS, FTS_COLUMNS, NAMES_COLUMNS, IndexDatabase, default_index_path
+from ._index_db import CHUNK_BITS, FTS_COLUMNS, NAMES_COLUMNS, IndexDatabase, default_index_path, name_key
 from ._index_db import check_fts5 as _check_fts5  # noqa: F401 (the tests reach it here)
 from ._parse import Chunk, parse_for_index
 from ._scan import FileEntry, ScanResult, scan_vault
@@ -38,7 +38,10 @@ __all__ = [
 ]
 
 # 8: frontmatter NaN/infinity is stored as text (7 wrote it as JSON that SQLite rejects): rebuild once.
-SCHEMA_VERSION = "8"
+# 9: whole-note rows (``docs``), frontmatter values in ``names``, ``links`` and ``keys`` for the graph.
+SCHEMA_VERSION = "9"
+_PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
+_NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000
 _REMEMBER_REREAD = 5000  # after writing more files than this, the state is read back whole
 _PARALLEL_THRESHOLD = 1500
@@ -230,9 +233,12 @@ class VaultIndex(IndexDatabase):
                 assert fid is not None
                 self._count(1, len(item.chunks))
                 self.conn.execute(
-                    "INSERT INTO names(rowid, title, aliases, tags, headings) VALUES(?,?,?,?,?)",
+                    "INSERT INTO names(rowid, title, aliases, tags, headings, props) VALUES(?,?,?,?,?,?)",
                     (fid, *item.names),
                 )
+                self._insert_doc(fid, item.names, [c.text for c in item.chunks])
+                self.conn.executemany("INSERT INTO keys VALUES(?, ?)", [(k, fid) for k in item.keys])
+                self.conn.executemany("INSERT INTO links VALUES(?, ?)", [(fid, t) for t in item.targets])
                 self.conn.executemany(
                     "INSERT INTO fts(rowid, headings, body, heading) VALUES(?,?,?,?)",
                     [
@@ -252,9 +258,11 @@ class _Parsed:
     entry: FileEntry
     row: tuple[Any, ...] | None  # None: content unchanged
     digest: str | None = None  # the content hash
-    names: tuple[str, str, str, str] = ("", "", "", "")
+    names: tuple[str, str, str, str, str] = ("", "", "", "", "")
     chunks: list[Chunk] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)  # normalized file name, aliases and title: link targets
+    targets: list[str] = field(default_factory=list)  # normalized names this note links to
 
 
 def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
@@ -289,8 +297,30 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     )
     title_extra = note.frontmatter.get("title")
     aliases = " ; ".join([*note.aliases, *([str(title_extra)] if title_extra else [])])
-    names = (note.title, aliases, " ".join(note.tags), " ; ".join(h.text for h in note.headings))
-    return _Parsed(entry, row, note.hash, names, chunks, note.tags)
+    props = _props(note.frontmatter)
+    names = (note.title, aliases, " ".join(note.tags), " ; ".join(h.text for h in note.headings), props)
+    stem = entry.path.rsplit("/", 1)[-1]
+    stem = stem[:-3] if stem.lower().endswith(".md") else stem
+    keys = {
+        name_key(n) for n in (stem, note.title, *note.aliases, *([str(title_extra)] if title_extra else []))
+    }
+    targets = {name_key(link.target.replace("\\", "/").rsplit("/", 1)[-1]) for link in note.links}
+    keys.discard("")
+    targets.discard("")
+    return _Parsed(entry, row, note.hash, names, chunks, note.tags, sorted(keys), sorted(targets))
+
+
+def _props(frontmatter: dict[str, Any]) -> str:
+    """The frontmatter's values as searchable text (``key: value`` lines; link brackets dropped)."""
+    lines: list[str] = []
+    for key, value in frontmatter.items():
+        if str(key).lower() in _NOT_PROPS:
+            continue
+        values = value if isinstance(value, list) else [value]
+        shown = [str(v) for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        if shown:
+            lines.append(f"{key}: " + ", ".join(v.replace("[[", "").replace("]]", "") for v in shown))
+    return "\n".join(lines)[:_PROPS_CHARS]
 
 
 def _dumps(value: object) -> str:

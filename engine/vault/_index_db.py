@@ -22,14 +22,30 @@ from typing import Any
 from ..config import shad_home
 from ..errors import IndexUnavailableError
 
-__all__ = ["CHUNK_BITS", "FTS_COLUMNS", "NAMES_COLUMNS", "IndexDatabase", "check_fts5", "default_index_path"]
+__all__ = [
+    "CHUNK_BITS",
+    "DOC_COLUMNS",
+    "FTS_COLUMNS",
+    "NAMES_COLUMNS",
+    "IndexDatabase",
+    "check_fts5",
+    "default_index_path",
+    "doc_body",
+    "name_key",
+]
 
 CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 # Column weights for BM25: a query word in the title counts far more than one in the body.
 # Two full-text tables: ``fts`` holds passages (a section of a note each: its heading chain and text),
 # ``names`` holds one row per note with what names it (title, aliases, tags, all headings).
+# ``docs`` holds one row per note, every field of it (names, frontmatter values, the whole indexed text):
+# BM25 over whole notes, with weighted fields. It is contentless (the text is in ``fts`` and ``names``
+# already); a row is deleted by handing FTS5 the values it was written with, rebuilt from those tables.
+# ``links`` (note id -> normalized target name) and ``keys`` (normalized name or alias -> note id) give
+# the link graph at query time without building it.
 FTS_COLUMNS = ("headings", "body", "heading UNINDEXED")
-NAMES_COLUMNS = ("title", "aliases", "tags", "headings")
+NAMES_COLUMNS = ("title", "aliases", "tags", "headings", "props")
+DOC_COLUMNS = ("title", "aliases", "headings", "props", "body")
 
 
 def default_index_path(root: str) -> Path:
@@ -54,6 +70,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5({", ".join(FTS_COLUMNS)},
     tokenize = 'porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5({", ".join(NAMES_COLUMNS)},
     tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5({", ".join(DOC_COLUMNS)}, content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS links(src INTEGER NOT NULL, target TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS links_src ON links(src);
+CREATE INDEX IF NOT EXISTS links_target ON links(target);
+CREATE TABLE IF NOT EXISTS keys(key TEXT NOT NULL, file_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS keys_key ON keys(key);
+CREATE INDEX IF NOT EXISTS keys_file ON keys(file_id);
 """
 
 
@@ -94,7 +118,17 @@ class IndexDatabase:
             with contextlib.suppress(sqlite3.OperationalError):
                 row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is not None and row[0] != version:
-                for table in ("fts_vocab", "names", "fts", "note_tags", "files", "meta"):
+                for table in (
+                    "fts_vocab",
+                    "docs",
+                    "links",
+                    "keys",
+                    "names",
+                    "fts",
+                    "note_tags",
+                    "files",
+                    "meta",
+                ):
                     self.conn.execute(f"DROP TABLE IF EXISTS {table}")
             self.conn.executescript(_SCHEMA)
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES('notes', '0')")
@@ -131,13 +165,13 @@ class IndexDatabase:
         return self._sizes[0]
 
     def capped_count(self, match: str, cap: int, table: str = "fts") -> int:
-        """How many rows of ``table`` (fts or names) match, counting no further than ``cap``: cheap even
+        """How many rows of ``table`` (fts, names or docs) match, counting no further than ``cap``: cheap even
         for common words. Cached until the index changes."""
         key = (match, cap, table)
         cached = self._counts.get(key)
         if cached is None:
-            sql = f"SELECT count(*) FROM (SELECT 1 FROM {'names' if table == 'names' else 'fts'} WHERE "
-            sql += f"{'names' if table == 'names' else 'fts'} MATCH ? LIMIT ?)"
+            name = table if table in ("names", "docs") else "fts"
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM {name} WHERE {name} MATCH ? LIMIT ?)"
             cached = self._counts[key] = self.query(sql, (match, cap))[0][0]
             if len(self._counts) > 50_000:
                 self._counts.clear()
@@ -219,9 +253,54 @@ class IndexDatabase:
             row = self.conn.execute("SELECT is_note, passages FROM files WHERE id=?", (fid,)).fetchone()
             if row is not None and row[0]:
                 self._count(-1, -(row[1] or 0))
+            if row is not None and row[0]:
+                self._delete_doc(fid)
             self.conn.execute("DELETE FROM files WHERE id=?", (fid,))
             self.conn.execute(
                 "DELETE FROM fts WHERE rowid >= ? AND rowid < ?", (fid << CHUNK_BITS, (fid + 1) << CHUNK_BITS)
             )
             self.conn.execute("DELETE FROM names WHERE rowid = ?", (fid,))
             self.conn.execute("DELETE FROM note_tags WHERE file_id=?", (fid,))
+            self.conn.execute("DELETE FROM links WHERE src=?", (fid,))
+            self.conn.execute("DELETE FROM keys WHERE file_id=?", (fid,))
+
+    def _delete_doc(self, fid: int) -> None:
+        """Remove note ``fid``'s row from the contentless ``docs`` table: FTS5 needs the values it indexed,
+        which are the note's ``names`` row and its passages joined (as ``_insert_doc`` wrote them)."""
+        names = self.conn.execute(
+            "SELECT title, aliases, headings, props FROM names WHERE rowid = ?", (fid,)
+        ).fetchone()
+        if names is None:
+            return
+        bodies = self.conn.execute(
+            "SELECT body FROM fts WHERE rowid >= ? AND rowid < ? ORDER BY rowid",
+            (fid << CHUNK_BITS, (fid + 1) << CHUNK_BITS),
+        ).fetchall()
+        self.conn.execute(
+            f"INSERT INTO docs(docs, rowid, {', '.join(DOC_COLUMNS)}) VALUES('delete', ?, ?, ?, ?, ?, ?)",
+            (fid, *names, doc_body([b for (b,) in bodies])),
+        )
+
+    def _insert_doc(self, fid: int, names: tuple[str, ...], bodies: list[str]) -> None:
+        """``names``: (title, aliases, tags, headings, props) as written to ``names``."""
+        title, aliases, _tags, headings, props = names
+        self.conn.execute(
+            f"INSERT INTO docs(rowid, {', '.join(DOC_COLUMNS)}) VALUES(?, ?, ?, ?, ?, ?)",
+            (fid, title, aliases, headings, props, doc_body(bodies)),
+        )
+
+
+def name_key(name: str) -> str:
+    """A note name, alias or link target as one lookup key: its words, lower-cased, ``.md`` left off."""
+    name = name.strip()
+    if name.lower().endswith(".md"):
+        name = name[:-3]
+    return " ".join(_KEY_WORDS.findall(name.lower()))
+
+
+_KEY_WORDS = re.compile(r"\w+", re.U)
+
+
+def doc_body(bodies: list[str]) -> str:
+    """A note's whole indexed text: its passages joined."""
+    return "\n".join(bodies)

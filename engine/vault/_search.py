@@ -10,6 +10,7 @@ from typing import Any
 
 from ..text import ParsedQuery, parse_query
 from ._filters import SearchFilters
+from ._fusion import GRAPH_SEEDS, FusionInput, expansions, fuse, graph_neighbours, key_matches, rank_docs
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
 from ._snippets import SNIPPET_CHARS, clean, densest_window, make_snippet
@@ -19,6 +20,12 @@ __all__ = ["SearchFilters", "search_index"]
 _WORDS = re.compile(r"\w+", re.U)
 _RELAX_BELOW = 10  # relax a strict AND query when it finds fewer notes than this (or than the limit)
 _MAX_CANDIDATES = 60
+_N_DOCS = 40  # whole notes ranked per query
+# A note ranked without a passage shows the best of its first few passages; the first hit, if longer,
+# the passage that best matches the query.
+_FIRST_PASSAGES = 8
+_SEARCH_PASSAGE_OF = 1
+_EXCLUDED_TOKEN = re.compile(r"(?:^|\s)-\S+")
 
 
 @dataclass
@@ -32,6 +39,7 @@ class _Candidate:
     type: str | None = None
     tags: list[str] = field(default_factory=list)
     mtime_ns: int = 0
+    passages: int = 0
 
 
 _PASSAGES = (
@@ -52,25 +60,31 @@ _NAMES = (
     "WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
 )
 _NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
-_META = "SELECT id, path, title, type, tags, mtime_ns FROM files WHERE id IN ({ids})"
+_META = (
+    "SELECT f.id, f.path, f.title, f.type, f.tags, f.mtime_ns, f.passages FROM files f "
+    "WHERE f.id IN ({ids}) AND {where}"
+)
 _NO_FILTER = "f.is_note = 1"
 
 PASSAGE_WEIGHTS = "1.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
-NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0"  # title, aliases, tags, all headings
+NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0, 0.5"  # title, aliases, tags, all headings, frontmatter values
 NAME_SCORE_WEIGHT = 0.25  # a name match is short, so its BM25 runs high: scale it to a passage's
 SECOND_PASSAGE_WEIGHT = 0.6  # a second matching passage in the same note adds this share of its score
 SHORT_QUERY = 3  # up to this many words, try every word in one passage (AND) first
 EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
 # A word found in more than this share of passages (or names) is too common to rank by: scoring every
 # passage that holds it costs ~1 us each and its IDF adds little. It still counts in the AND query.
-SELECTIVE = {"fts": (2000, 0.01), "names": (300, 0.005)}
+SELECTIVE = {"fts": (2000, 0.01), "names": (300, 0.005), "docs": (500, 0.01)}
+DOCS_BUDGET = 1500  # whole notes scored per query, at most (about)
 _AFFORDABLE = 4  # an AND query is ranked when it matches at most this many times the selective cap
 
 
 def search_index(
     index: VaultIndex, vault_id: str, query: str, limit: int, filters: SearchFilters
 ) -> list[Hit]:
-    """Passages ranked by BM25, grouped by note, plus a bonus for query words in the note's name.
+    """Notes ranked by the fusion (``_fusion``) of passage BM25 (grouped by note, with a bonus for query
+    words in the note's name), whole-note BM25 over weighted fields, names found in the query and the
+    links among the strongest hits; each hit shows its best passage.
 
     Short queries first require every word in one passage; longer ones (questions) take passages that
     hold at least two of the query's selective words, which finds the sentence that answers without
@@ -82,52 +96,126 @@ def search_index(
         where, params = _exclude_words(parsed, where, params) if parsed.empty else (where, params)
     if parsed.empty:
         return _list_only(index, vault_id, limit, where, params)
+    # What ranks is filtered in SQL only when the filters narrow the search; the hits always are (below).
+    rank_where, rank_params = (where, params) if filters.narrows() else (_NO_FILTER, [])
     # The candidate pool must not depend on ``limit`` (up to 10), or a smaller limit changes the order.
     n_passages = max(limit * 8, _MAX_CANDIDATES)
     candidates: dict[int, _Candidate] = {}
     clauses = parsed.clauses()
     strict = parsed.strict()
     if len(clauses) <= SHORT_QUERY and _affordable(index, strict, "fts"):
-        _fetch_passages(index, strict, where, params, n_passages, candidates)
+        _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates)
     if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
         chosen = _selective(index, clauses, "fts")
         if len(chosen) > 2:
-            _fetch_passages(index, _pairs(chosen, parsed), where, params, n_passages, candidates)
+            _fetch_passages(index, _pairs(chosen, parsed), rank_where, rank_params, n_passages, candidates)
         elif chosen:
-            _fetch_passages(index, parsed.relaxed(chosen), where, params, n_passages, candidates)
+            _fetch_passages(index, parsed.relaxed(chosen), rank_where, rank_params, n_passages, candidates)
     names = _selective(index, clauses, "names")
     if names:
-        _fetch_names(index, parsed.relaxed(names), where, params, max(limit * 3, 30), candidates)
+        _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, max(limit * 3, 30), candidates)
     elif _affordable(index, strict, "names"):
-        _fetch_names(index, strict, where, params, max(limit * 3, 30), candidates)
-    if not candidates:
+        _fetch_names(index, strict, rank_where, rank_params, max(limit * 3, 30), candidates)
+    keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query))
+    # An alias inside a longer question also searches for the note's title; a query that *is* an alias
+    # already has its note first, and the rest should hold what was typed.
+    extra = [_phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
+    docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra)
+    if not candidates and not docs and not keys:
         # Every word is very common (and so is their combination): an unranked sample, better than nothing.
-        _fetch_passages(index, strict, where, params, n_passages, candidates, ranked=False)
-    if not candidates:
+        _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=False)
+    if not candidates and not docs and not keys:
         return []
-    if len(clauses) <= SHORT_QUERY:
-        _boost_exact_names(index, parsed, candidates)
-    ranked = sorted(candidates.values(), key=lambda c: c.score, reverse=True)
+    by_passage = [c.fid for c in sorted(candidates.values(), key=lambda c: c.score, reverse=True)]
+    # Every list holds only notes the filters let through (the names and, unless the filters narrow the
+    # search, the ranking queries are not filtered in SQL): a note refused must not take a rank.
+    ok = _allowed(index, {*by_passage, *docs, *keys}, where, params)
+    by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
+    inputs = FusionInput(by_passage, docs, keys, exact & ok)
+    first = fuse(inputs)
+    seeds = sorted(first, key=lambda f: -first[f])[:GRAPH_SEEDS]
+    graph = graph_neighbours(index, seeds)
+    scores = fuse(inputs, graph)
+    for fid, value in scores.items():
+        if fid not in candidates:
+            candidates[fid] = _Candidate(fid, -1, None, 0.0)
+        candidates[fid].score = value
+    ranked = sorted((candidates[fid] for fid in scores), key=lambda c: (-c.score, c.fid))
     if parsed.excluded:
         ranked = _drop_excluded(index, parsed, ranked[: limit * 3 + 10])
-    ranked = ranked[: limit + 5]
+    ranked = ranked[: limit + 5]  # room for notes that vanished since they were ranked
     top = {c.fid: c for c in ranked}
-    _fill_meta(index, top)  # also drops passages whose note vanished meanwhile
+    _fill_meta(index, top, where, params)  # also drops notes that vanished meanwhile
     shown = [c for c in ranked if c.fid in top][:limit]
+    long_notes = [c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk < 0 and c.passages > _FIRST_PASSAGES]
+    if long_notes:
+        _best_passages(index, _selective(index, clauses, "fts") or clauses, parsed, long_notes)
     passages = _passages(index, shown)
     return [_to_hit(vault_id, c, parsed, passages) for c in shown]
 
 
-def _boost_exact_names(index: VaultIndex, parsed: ParsedQuery, candidates: dict[int, _Candidate]) -> None:
-    """A note whose title or alias *is* the query is what a short query means (as in Obsidian's switcher)."""
-    wanted = " ".join(parsed.words())
-    # Name matches already rank near the top (the names query sees to that): look at the leaders only.
-    leaders = sorted(candidates.values(), key=lambda c: c.score, reverse=True)[:30]
-    ids = ",".join(str(c.fid) for c in leaders)
-    for fid, title, aliases in index.query(f"SELECT id, title, aliases FROM files WHERE id IN ({ids})"):
-        names = [title or "", *json.loads(aliases or "[]")]
-        if any(" ".join(_WORDS.findall(n.lower())) == wanted for n in names):
-            candidates[fid].score *= EXACT_NAME_BOOST
+def _phrase(words: str) -> str:
+    return '"' + words.replace('"', '""') + '"'
+
+
+def _rank_docs(
+    index: VaultIndex,
+    parsed: ParsedQuery,
+    clauses: list[str],
+    strict: str,
+    where: str,
+    params: list[Any],
+    extra: list[str],
+) -> list[int]:
+    """Notes ranked by whole-note BM25 over the query's selective words (any of them) and the ``extra``
+    phrases (expansions)."""
+    chosen = _within_budget(index, _selective(index, clauses, "docs"), DOCS_BUDGET) + extra
+    if chosen:
+        return rank_docs(index, parsed.relaxed(chosen), where, params, _N_DOCS)
+    if _affordable(index, strict, "docs"):
+        return rank_docs(index, strict, where, params, _N_DOCS)
+    return []
+
+
+def _allowed(index: VaultIndex, ids: set[int], where: str, params: list[Any]) -> set[int]:
+    """Those of ``ids`` that the filters let through (one primary-key lookup each)."""
+    if not ids:
+        return set()
+    marks = ",".join(str(i) for i in ids)
+    return {
+        r[0] for r in index.query(f"SELECT f.id FROM files f WHERE f.id IN ({marks}) AND {where}", params)
+    }
+
+
+def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[str]:
+    """The rarest of ``chosen`` (rarest first) whose matches add up to at most ``budget`` rows: scoring
+    costs about a microsecond a row, and the commonest words add the least to a ranking."""
+    cap = _cap(index, "docs")
+    kept: list[str] = []
+    total = 0
+    for clause in chosen:
+        total += index.capped_count(clause, cap + 1, "docs")
+        if kept and total > budget:
+            break
+        kept.append(clause)
+    return kept
+
+
+def _best_passages(
+    index: VaultIndex, chosen: list[str], parsed: ParsedQuery, found: list[_Candidate]
+) -> None:
+    """For notes ranked by other signals than a passage: their passage that best matches the query's
+    selective words (``chosen``)."""
+    match = parsed.relaxed(chosen)
+    for c in found:
+        lo = c.fid << CHUNK_BITS
+        rows = index.query(
+            f"SELECT rowid, heading FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ? "
+            f"ORDER BY bm25(fts, {PASSAGE_WEIGHTS}) LIMIT 1",
+            (match, lo, lo + (1 << CHUNK_BITS)),
+        )
+        if rows:
+            c.chunk, c.heading = rows[0][0], rows[0][1]
 
 
 def _drop_excluded(index: VaultIndex, parsed: ParsedQuery, ranked: list[_Candidate]) -> list[_Candidate]:
@@ -227,11 +315,18 @@ def _fetch_names(
             existing.score += score
 
 
-def _fill_meta(index: VaultIndex, candidates: dict[int, _Candidate]) -> None:
+def _fill_meta(
+    index: VaultIndex,
+    candidates: dict[int, _Candidate],
+    where: str = _NO_FILTER,
+    params: list[Any] | None = None,
+) -> None:
     ids = ",".join(str(fid) for fid in candidates)
-    for fid, path, title, ntype, tags, mtime_ns in index.query(_META.format(ids=ids)):
+    for fid, path, title, ntype, tags, mtime_ns, passages in index.query(
+        _META.format(ids=ids, where=where), params or []
+    ):
         c = candidates[fid]
-        c.path, c.title, c.type, c.mtime_ns = path, title, ntype, mtime_ns or 0
+        c.path, c.title, c.type, c.mtime_ns, c.passages = path, title, ntype, mtime_ns or 0, passages or 0
         c.tags = json.loads(tags or "[]")
     for fid in [fid for fid, c in candidates.items() if not c.path]:
         del candidates[fid]
@@ -242,7 +337,8 @@ def _passages(index: VaultIndex, shown: list[_Candidate]) -> dict[int, tuple[str
     or for a note matched on its name only, its first few (the best of them is shown)."""
     rowids: list[int] = []
     for c in shown:
-        rowids += [c.chunk] if c.chunk >= 0 else range(c.fid << CHUNK_BITS, (c.fid << CHUNK_BITS) + 8)
+        lo = c.fid << CHUNK_BITS
+        rowids += [c.chunk] if c.chunk >= 0 else range(lo, lo + _FIRST_PASSAGES)
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
@@ -258,7 +354,7 @@ def _to_hit(
         heading, body = passages.get(c.chunk, (None, ""))
     else:  # matched on its name only: show the best of its first passages
         lo = c.fid << CHUNK_BITS
-        rows = [passages[r] for r in range(lo, lo + 8) if r in passages]
+        rows = [passages[r] for r in range(lo, lo + _FIRST_PASSAGES) if r in passages]
         heading, body = max(rows, key=lambda r: densest_window(r[1], words)[0]) if rows else (None, "")
     snippet, _ = make_snippet(body, words)
     return Hit(

@@ -15,6 +15,8 @@ from typing import Any
 
 from ..config import HISTORY_FOLDER
 from ..errors import NoteNotFoundError, PathOutsideVaultError, UsageError, VaultNotFoundError
+from ..text import parse_query
+from ._fusion import linked_notes
 from ._graph import LinkGraph
 from ._index import IndexStats, ProgressFn, VaultIndex
 from ._model import Diagnostic, Hit, Note
@@ -189,6 +191,17 @@ class Vault:
             conflicts=include_conflicts,
         )
         return search_index(self._ready(), self.id, query, limit, filters)
+
+    def linked(self, path: str, query: str | None = None, limit: int = 10) -> list[str]:
+        """Notes linked from or to ``path`` (one hop), read from the index without building the graph;
+        with ``query``, only those that hold one of its words, best match first. What retrieval follows
+        when the second step of a question is one link away from the first."""
+        rel = normalize_note_path(path)
+        parsed = parse_query(query) if query else None
+        match = parsed.relaxed() if parsed is not None and not parsed.empty else None
+        if query and match is None:
+            return []
+        return linked_notes(self._ready(), rel, match, limit)
 
     # --- notes -------------------------------------------------------------------------------------------
 

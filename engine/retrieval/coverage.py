@@ -1,0 +1,146 @@
+"""Coverage: does the report answer every ask of the goal?
+
+The goal's *asks* are its clauses as the decomposition finds them (``strategies.split_clauses``: the
+questions and instructions; every clause when none is one; "A, then B" is two). A comparison is one ask
+per side: in "Compare security and privacy in Obsidian Sync versus Obsidian Publish" the asks are
+"Obsidian Sync" and "Obsidian Publish", both about the aspect "security and privacy" (sides are read
+around "versus", "vs", "compared to/with", "compare A with/to B" and "between A and B").
+
+An ask is *covered* when at least one supported claim (see ``support``) covers it:
+
+- a plain ask: at least ``COVER_SHARE`` of its content words (question words and verbs such as
+  "compare" or "explain" out) occur in the claim, its citation (note path and heading) or the cited
+  passage, and at least one of them in the claim or its citation;
+- a side of a comparison: the words that set it apart from the other sides ("Publish") occur in the
+  cited note's path or heading, or in a claim that names no other side, and (when the goal names an
+  aspect) one aspect word occurs in the claim, its citation or the passage. A passage that only names
+  both sides in one breath answers neither.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..strategies import count_asks, split_clauses
+from .support import content_terms, has_term
+
+__all__ = ["COVER_SHARE", "Ask", "CoverEvidence", "goal_asks", "uncovered_asks"]
+
+COVER_SHARE = 0.6
+ASK_WORDS = frozenset(
+    content_terms(
+        "what which who whom whose when where why how do does did can could should would will may might "
+        "must is are was were compare comparison contrast versus difference differences differ between "
+        "explain describe tell show list find give name identify summarize summarise overview analyse "
+        "analyze evaluate assess way ways long much many often use using get make"
+    )
+)
+_THEN = re.compile(r",?\s+(?:and\s+)?then\s+", re.I)  # "compare A, then plan B": two asks
+_VERSUS = re.compile(r"\s+(?:versus|vs\.?|v\.|compared (?:to|with)|as opposed to)\s+", re.I)
+_COMPARE_WITH = re.compile(r"^\s*(?:compare|contrast)\s+(.+?)\s+(?:with|to|against)\s+(.+)$", re.I)
+_BETWEEN = re.compile(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=\s+(?:in|for|on|regarding|when)\s|[?.!]?$)", re.I)
+_SIDE_END = re.compile(
+    r"\s*[:;,]\s+(.+)$|\s+(?:in terms of|for|on|regarding|when|with respect to)\s+(.+)$|[?.!]+$", re.I
+)
+_SIDE_START = re.compile(r"^.*\b(?:in|of|for|on|between|compare|contrast)\s+", re.I)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One ask: ``text`` as listed when uncovered, ``query`` for a focused follow-up run, ``terms`` the
+    words that must be found, ``others`` the other sides' distinguishing words, ``aspect`` the aspect's
+    words (comparisons)."""
+
+    text: str
+    query: str
+    terms: tuple[str, ...]
+    side: bool = False
+    others: tuple[str, ...] = ()
+    aspect: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CoverEvidence:
+    """What one supported claim offers: its words, its citation's path and heading, the cited passage."""
+
+    claim: str
+    where: str
+    passage: str
+
+
+def _terms(text: str) -> tuple[str, ...]:
+    return tuple(t for t in content_terms(text) if t not in ASK_WORDS)
+
+
+def _sides(clause: str) -> tuple[list[str], str] | None:
+    """(sides, aspect) of a comparison clause, or None."""
+    text = " ".join(clause.split()).rstrip("?.! ")
+    m = _COMPARE_WITH.match(text)
+    if m:
+        left, right = m.group(1), m.group(2)
+    elif b := _BETWEEN.search(text):
+        aspect = (text[: b.start()] + " " + text[b.end() :]).strip()
+        return [b.group(1).strip(), b.group(2).strip()], aspect
+    else:
+        parts = _VERSUS.split(text)
+        if len(parts) < 2:
+            return None
+        left, right = parts[0], " ".join(parts[1:])
+    aspect = ""
+    end = _SIDE_END.search(right)
+    if end:
+        aspect = (end.group(1) or end.group(2) or "").strip()
+        right = right[: end.start()]
+    head = _SIDE_START.match(left)
+    side_left = left[head.end() :] if head else left
+    lead = left[: head.end()] if head else ""
+    lead = re.sub(r"^\s*(?:compare|contrast)\s+|\s+(?:in|of|for|on|between)\s*$", " ", lead, flags=re.I)
+    aspect = " ".join(f"{lead} {aspect}".split())
+    sides = [s.strip(" ,") for s in (side_left, right) if s.strip(" ,")]
+    return (sides, aspect) if len(sides) == 2 else None
+
+
+def goal_asks(goal: str) -> list[Ask]:
+    """The goal's asks (see the module docstring); asks without content words are left out."""
+    clauses = [p for c, _ in split_clauses(goal) for p in _THEN.split(c) if p.strip()]
+    asks_only = [c for c in clauses if count_asks(c) >= 1]
+    out: list[Ask] = []
+    for clause in asks_only or clauses:
+        found = _sides(clause)
+        if found is not None:
+            sides, aspect = found
+            side_terms = [set(_terms(s)) for s in sides]
+            shared = set.intersection(*side_terms) if side_terms else set()
+            own = [tuple(t for t in _terms(s) if t not in shared) for s in sides]
+            if all(own):
+                aspect_terms = _terms(aspect)
+                for k, side in enumerate(sides):
+                    others = tuple(t for j, o in enumerate(own) if j != k for t in o)
+                    query = f"{aspect} in {side}" if aspect_terms else side
+                    out.append(Ask(side, query, own[k], True, others, aspect_terms))
+                continue
+        terms = _terms(clause)
+        if terms:
+            out.append(Ask(clause.strip(), clause.strip(), terms))
+    return out
+
+
+def _covers(ask: Ask, ev: CoverEvidence) -> bool:
+    said, where = set(content_terms(ev.claim)), set(content_terms(ev.where))
+    passage = set(content_terms(ev.passage))
+    if ask.side:
+        named = all(has_term(t, where) for t in ask.terms) or (
+            all(has_term(t, said) for t in ask.terms) and not any(has_term(t, said) for t in ask.others)
+        )
+        if not named:
+            return False
+        return not ask.aspect or any(has_term(t, said | where | passage) for t in ask.aspect)
+    near = said | where
+    found = [t for t in ask.terms if has_term(t, near) or has_term(t, passage)]
+    return any(has_term(t, near) for t in ask.terms) and len(found) >= COVER_SHARE * len(ask.terms)
+
+
+def uncovered_asks(asks: list[Ask], evidence: list[CoverEvidence]) -> list[Ask]:
+    """The asks no supported claim covers."""
+    return [a for a in asks if not any(_covers(a, ev) for ev in evidence)]

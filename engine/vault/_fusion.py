@@ -1,0 +1,207 @@
+"""What the vault knows that plain BM25 over passages ignores, as rankings to fuse with it.
+
+- **Whole notes** (``docs``): BM25 over every field of a note at once, with weights (title and aliases over
+  headings over frontmatter values and text), so a question whose words are spread over a note's title
+  and several sections still finds it.
+- **Names in the question**: a note whose title or alias appears in the question as a phrase ("Who
+  directed Blade Runner?") — looked up in ``keys``, never by scanning. An alias inside a longer question
+  also expands the whole-note query with the note's title ("SPI" → "serial peripheral interface").
+- **The link graph**: among the notes the query found, those linked from or to the strongest hits (one
+  hop; hub notes left out) rise, most when linked with several of them. ``linked_notes`` gives the
+  retrievers the notes one link away, for the second step of a two-step question.
+
+Each source gives a ranked list; they are combined by weighted reciprocal rank fusion (RRF), which needs
+no calibration between BM25 scores of different tables. Exact title or alias matches of the whole query
+stay first: they get a bonus above anything fusion can add.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..text import STOP_WORDS
+from ._index import VaultIndex
+from ._index_db import name_key
+
+__all__ = [
+    "FusionInput",
+    "expansions",
+    "fuse",
+    "graph_neighbours",
+    "key_matches",
+    "linked_notes",
+    "rank_docs",
+]
+
+NO_FILTER = "f.is_note = 1"  # the filter clause that leaves out nothing (as ``_search`` spells it)
+# title, aliases, headings, frontmatter values, text. An alias weighs less than the title: it is often one
+# short word that questions use in passing, and a query that *is* an alias is caught by ``key_matches``.
+DOC_WEIGHTS = "8.0, 3.0, 2.0, 1.0, 1.0"
+RRF_K = 20  # rank offset: smaller favours the top of each list more
+LIST_WEIGHTS = {"passages": 1.0, "docs": 2.0, "keys": 0.3, "graph": 0.05}
+EXACT_BONUS = 1.0  # the whole query is a note's title or alias: above any fused score (at most ~0.15)
+MAX_NGRAM = 6  # longest title or alias looked for inside a question, in words
+GRAPH_SEEDS = 3  # the strongest hits whose links are followed
+MAX_LINKS = 150  # a hub note linking to more than this gives no signal: its links are not followed
+_WORDS = re.compile(r"\w+", re.U)
+
+
+@dataclass
+class FusionInput:
+    """Ranked note ids from each source, best first."""
+
+    passages: list[int] = field(default_factory=list)
+    docs: list[int] = field(default_factory=list)
+    keys: list[int] = field(default_factory=list)
+    exact: set[int] = field(default_factory=set)
+
+
+def rank_docs(index: VaultIndex, match: str, where: str, params: list[object], n: int) -> list[int]:
+    """Note ids ranked by whole-note BM25 for the FTS5 expression ``match``, filtered by ``where``."""
+    if where == NO_FILTER:  # every row of ``docs`` is a note: no join with ``files`` (a lookup per row)
+        sql = f"SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, {DOC_WEIGHTS}) LIMIT ?"
+        return [row[0] for row in index.query(sql, [match, n])]
+    sql = (
+        f"SELECT docs.rowid FROM docs JOIN files f ON f.id = docs.rowid WHERE docs MATCH ? AND {where} "
+        f"ORDER BY bm25(docs, {DOC_WEIGHTS}) LIMIT ?"
+    )
+    return [row[0] for row in index.query(sql, [match, *params, n])]
+
+
+def key_matches(index: VaultIndex, query: str) -> tuple[list[int], set[int]]:
+    """(notes whose title or alias occurs in ``query`` as a phrase, longest name first; notes whose title
+    or alias *is* the whole query). A one-word name counts only when it is not a stop word."""
+    words = _WORDS.findall(query.lower())
+    if not words:
+        return [], set()
+    whole = " ".join(words)
+    grams: dict[str, int] = {}
+    for n in range(min(MAX_NGRAM, len(words)), 0, -1):
+        for i in range(len(words) - n + 1):
+            gram = " ".join(words[i : i + n])
+            if n == 1 and (gram in STOP_WORDS or len(gram) < 3 or gram.isdigit()):
+                continue
+            grams.setdefault(gram, n)
+    if not grams:
+        return [], set()
+    found: dict[int, int] = {}
+    exact: set[int] = set()
+    keys = list(grams)
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for key, fid in index.query(f"SELECT key, file_id FROM keys WHERE key IN ({marks})", chunk):
+            found[fid] = max(found.get(fid, 0), grams[key])
+            if key == whole:
+                exact.add(fid)
+    # Many notes sharing one short name ("Readme", "Index") tell little: only the names of few notes.
+    by_len = sorted(found, key=lambda fid: -found[fid])
+    return [fid for fid in by_len if found[fid] > 1 or _rare(found, fid)][:30], exact
+
+
+def _rare(found: dict[int, int], fid: int) -> bool:
+    return sum(1 for n in found.values() if n == found[fid]) <= 3
+
+
+def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -> list[str]:
+    """Query expansion from aliases: for notes named in the query by an alias ("SPI"), their title as a
+    phrase ("serial peripheral interface"), so that text using the full name matches too."""
+    if not found:
+        return []
+    words = " ".join(_WORDS.findall(query.lower()))
+    ids = ",".join(str(f) for f in found[:10])
+    out: list[str] = []
+    for (title,) in index.query(f"SELECT title FROM files WHERE id IN ({ids})"):
+        key = name_key(title or "")
+        if key and len(key.split()) > 1 and f" {key} " not in f" {words} " and key not in out:
+            out.append(key)
+    return out[:most]
+
+
+def graph_neighbours(index: VaultIndex, seeds: Iterable[int]) -> dict[int, list[int]]:
+    """For each seed note, the notes it links to or that link to it (one hop, hubs left out). A few
+    queries for all seeds together, whatever their number."""
+    seeds = list(seeds)
+    if not seeds:
+        return {}
+    marks = ",".join("?" * len(seeds))
+    targets: dict[int, list[str]] = {fid: [] for fid in seeds}
+    for src, target in index.query(f"SELECT src, target FROM links WHERE src IN ({marks})", seeds):
+        targets[src].append(target)
+    own: dict[int, list[str]] = {fid: [] for fid in seeds}
+    for fid, key in index.query(f"SELECT file_id, key FROM keys WHERE file_id IN ({marks})", seeds):
+        own[fid].append(key)
+    wanted = sorted({t for ts in targets.values() if len(ts) <= MAX_LINKS for t in ts})
+    named: dict[str, set[int]] = {}
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i : i + 500]
+        query = f"SELECT key, file_id FROM keys WHERE key IN ({','.join('?' * len(chunk))})"
+        for key, fid in index.query(query, chunk):
+            named.setdefault(key, set()).add(fid)
+    out: dict[int, list[int]] = {}
+    for fid in seeds:
+        linked: set[int] = set()
+        if len(targets[fid]) <= MAX_LINKS:
+            for target in targets[fid]:
+                linked |= named.get(target, set())
+        if own[fid]:  # each seed's backlinks on their own: a hub's are cut off at MAX_LINKS
+            keys = own[fid]
+            sources = index.query(
+                f"SELECT DISTINCT src FROM links WHERE target IN ({','.join('?' * len(keys))}) LIMIT ?",
+                [*keys, MAX_LINKS + 1],
+            )
+            if len(sources) <= MAX_LINKS:
+                linked |= {r[0] for r in sources}
+        linked.discard(fid)
+        out[fid] = sorted(linked)
+    return out
+
+
+def linked_notes(index: VaultIndex, path: str, match: str | None, limit: int) -> list[str]:
+    """Paths of the notes linked from or to the note at ``path`` (one hop); with ``match`` (an FTS5
+    expression), only those that match it, best first."""
+    row = index.query("SELECT id FROM files WHERE path = ? AND is_note = 1", (path,))
+    if not row:
+        return []
+    ids = graph_neighbours(index, [row[0][0]]).get(row[0][0], [])
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    if match:
+        ids = [
+            r[0]
+            for r in index.query(
+                f"SELECT rowid FROM docs WHERE docs MATCH ? AND rowid IN ({marks}) "
+                f"ORDER BY bm25(docs, {DOC_WEIGHTS}) LIMIT ?",
+                [match, *ids, limit],
+            )
+        ]
+    if not ids:
+        return []
+    paths = dict(index.query(f"SELECT id, path FROM files WHERE id IN ({','.join('?' * len(ids))})", ids))
+    return [paths[i] for i in ids[:limit] if i in paths]
+
+
+def fuse(inp: FusionInput, graph: dict[int, list[int]] | None = None) -> dict[int, float]:
+    """Weighted reciprocal-rank fusion of the lists; then ``graph`` (seed -> its linked notes) lifts the
+    ranked notes linked with the seeds, by the seed's rank: summed over seeds, so a note linked with several
+    of the strongest hits rises most."""
+    scores: dict[int, float] = {}
+    lists = (("passages", inp.passages), ("docs", inp.docs), ("keys", inp.keys))
+    for name, ranked in lists:
+        weight = LIST_WEIGHTS[name]
+        for rank, fid in enumerate(ranked, 1):
+            scores[fid] = scores.get(fid, 0.0) + weight / (RRF_K + rank)
+    if graph:
+        before = dict(scores)
+        position = {fid: i for i, fid in enumerate(sorted(before, key=lambda f: -before[f]), 1)}
+        for seed, neighbours in graph.items():
+            lift = LIST_WEIGHTS["graph"] / (RRF_K + position.get(seed, len(position)))
+            for fid in neighbours:
+                if fid in before:
+                    scores[fid] += lift
+    for fid in inp.exact:
+        scores[fid] = scores.get(fid, 0.0) + EXACT_BONUS
+    return scores

@@ -1,0 +1,81 @@
+"""Coverage: the goal's asks (comparisons by side) and which of them the supported claims answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.retrieval.coverage import CoverEvidence, goal_asks, uncovered_asks
+
+COMPARE = "Compare security and privacy in Obsidian Sync versus Obsidian Publish"
+
+
+def test_a_comparison_makes_one_ask_per_side_with_its_aspect() -> None:
+    sync, publish = goal_asks(COMPARE)
+    assert (sync.text, sync.terms, sync.others, sync.side) == ("Obsidian Sync", ("sync",), ("publish",), True)
+    assert publish.text == "Obsidian Publish" and publish.aspect == ("secur", "privaci")
+    assert publish.query == "security and privacy in Obsidian Publish"
+
+
+@pytest.mark.parametrize(
+    ("goal", "sides"),
+    [
+        (
+            "What are the differences between Obsidian Sync and Obsidian Publish?",
+            ["Obsidian Sync", "Obsidian Publish"],
+        ),
+        ("Compare Sync with Publish for security", ["Sync", "Publish"]),
+        ("Obsidian Sync vs Dropbox: which is safer?", ["Obsidian Sync", "Dropbox"]),
+        ("French press compared to pour-over", ["French press", "pour-over"]),
+    ],
+)
+def test_comparison_wordings(goal: str, sides: list[str]) -> None:
+    assert [a.text for a in goal_asks(goal)] == sides
+
+
+def test_plain_asks_are_the_goals_clauses() -> None:
+    asks = goal_asks("How long should roasted beans rest? What grind size suits a French press?")
+    assert [a.text for a in asks] == [
+        "How long should roasted beans rest?",
+        "What grind size suits a French press?",
+    ]
+    assert asks[0].terms == ("roast", "bean", "rest")  # question words ("how long should") are not asked for
+    assert goal_asks("") == []
+
+
+def test_a_side_needs_a_note_about_it_not_a_passage_naming_both() -> None:
+    sync, publish = goal_asks(COMPARE)
+    both = CoverEvidence(
+        "Users of Obsidian Sync and Obsidian Publish who have 2FA enabled confirm their key.",
+        "Teams/Security considerations for teams.md Account security",
+        "Account security ...",
+    )
+    sync_note = CoverEvidence(
+        "End-to-end encryption means Obsidian can never access your data.",
+        "Obsidian Sync/Security and privacy.md Encryption",
+        "End-to-end encryption ...",
+    )
+    assert [a.text for a in uncovered_asks([sync, publish], [both, sync_note])] == ["Obsidian Publish"]
+    publish_note = CoverEvidence(
+        "By default, Obsidian Publish does not collect visitor data.",
+        "Obsidian Publish/Security and privacy.md Visitor data",
+        "privacy regulations ...",
+    )
+    assert uncovered_asks([sync, publish], [sync_note, publish_note]) == []
+    off_aspect = CoverEvidence("Set a custom domain.", "Obsidian Publish/Custom domains.md", "DNS records")
+    assert [a.text for a in uncovered_asks([publish], [off_aspect])] == ["Obsidian Publish"]
+
+
+def test_a_plain_ask_needs_most_of_its_words_near_the_claim() -> None:
+    (ask,) = goal_asks("How do I embed a heading?")
+    syntax = CoverEvidence(
+        "To embed a note: `![[Internal links]]`",
+        "Linking notes and files/Embed files.md Embed a note",
+        "headings",
+    )
+    assert uncovered_asks([ask], [syntax]) == []  # "embed" in the claim, "heading" in the passage
+    unrelated = CoverEvidence(
+        "Headings use # symbols.", "Editing/Basic formatting syntax.md Headings", "levels"
+    )
+    assert uncovered_asks([ask], [unrelated]) == [ask]
+    (capital,) = goal_asks("What is the capital of France?")
+    assert uncovered_asks([capital], [syntax, unrelated]) == [capital]
