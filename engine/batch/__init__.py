@@ -1,4 +1,5 @@
-"""Batch runs: one papermill execution of a notebook per row of a goals table, and the results table."""
+"""Batch runs: one papermill execution of a notebook per row of a goals table, in this process or on Dask
+distributed (``scheduler=``), and the results table."""
 
 from __future__ import annotations
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ._dask import check_scheduler, dask_client, run_on_dask, shared_store
+from ._execute import Job, Notebook, execute_here
 from ._notebook import coerce_parameter, declared_parameters, load_notebook, notebook_kernel
-from ._table import COLUMNS, MIME_TYPE, BatchResult, read_run_bundle, table_row, write_table
+from ._progress import RowProgress, in_notebook
+from ._table import COLUMNS, MIME_TYPE, BatchResult, read_run_bundle, write_table
 
 __all__ = ["COLUMNS", "MIME_TYPE", "BatchResult", "read_goals", "read_run_bundle", "run_batch"]
 
@@ -69,6 +71,9 @@ def run_batch(
     cwd: str | Path | None = None,
     start_timeout: float = 60,
     execution_timeout: float | None = None,
+    scheduler: str | None = None,
+    redis_url: str | None = None,
+    progress: bool | None = None,
     on_start: Callable[[int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> BatchResult:
@@ -77,11 +82,17 @@ def run_batch(
     Row columns (and ``parameters``, given as strings, for every row; a non-empty row value wins) are
     coerced to the type of the notebook's own default for that parameter. Executed notebooks are kept
     as ``out_dir/notebooks/<row>-<slug>.ipynb`` and each kernel's stderr as ``out_dir/logs/<row>-<slug>.log``;
-    the table goes to ``out_dir/results.csv`` (and ``results.parquet`` when pyarrow is importable).
-    Notebooks run in ``cwd`` (default: the notebook's folder, as Jupyter would), ``parallel`` at a time,
-    each in its own kernel (default: the notebook's kernelspec). A failing row is recorded and the others
-    go on. ``on_start(rows)`` is called once the inputs are checked, ``on_row(result)`` as each row
-    finishes, both from the calling thread.
+    the table goes to ``out_dir/results.csv`` (and ``results.parquet`` when pyarrow is importable), in
+    CSV order. Notebooks run in ``cwd`` (default: the notebook's folder, as Jupyter would), each in its own
+    kernel (default: the notebook's kernelspec). A failing row is recorded and the others go on.
+
+    Without ``scheduler`` the rows run here, ``parallel`` at a time. ``scheduler="local"`` runs them on a
+    Dask LocalCluster of ``parallel`` worker processes, ``"tcp://HOST:PORT"`` on that Dask scheduler's
+    workers (which then need ``redis_url``, or ``$REDIS_URL``: a store every machine shares); a row whose
+    worker dies is tried once more, then recorded as failed. ``redis_url`` is given to every row's kernel
+    as its cache and ledger store (``SHAD_STORE``). ``progress`` shows a progress bar (default: only in a
+    Jupyter kernel, where it is a widget). ``on_start(rows)`` is called once the inputs are checked,
+    ``on_row(result)`` as each row finishes, both from the calling thread.
     """
     rows = read_goals(goals_csv)
     source = Path(notebook).resolve()
@@ -92,16 +103,51 @@ def run_batch(
     work_dir = Path(cwd).resolve() if cwd is not None else source.parent
     if not work_dir.is_dir():
         raise UsageError(f"working folder not found: {work_dir}")
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    store = shared_store(scheduler, redis_url)
     declared = declared_parameters(source)
     warnings = [
         f"parameter {name!r} is not set in the notebook's parameters cell (papermill adds it anyway)"
         for name in sorted(({*rows[0]} | set(parameters or {})) - set(declared))
     ]
     target = Path(out_dir).resolve()
+    jobs = _jobs(rows, declared, parameters or {}, target)
+    # Said explicitly to every kernel: a worker elsewhere has its own environment.
+    env = {"SHAD_STORE": store} if store is not None else {}
+    settings = Notebook(source, kernel, work_dir, start_timeout, execution_timeout, env)
+    meter = RowProgress(in_notebook() if progress is None else progress, on_start, on_row)
+    results: dict[int, dict[str, Any]] = {}
+
+    def finished(row: dict[str, Any]) -> None:
+        results[row["row"]] = row
+        meter.row(row)
+
+    try:
+        if scheduler is None:
+            _start(target, meter, len(jobs))
+            _run_here(settings, jobs, parallel, finished)
+        else:
+            with dask_client(scheduler, min(parallel, len(jobs))) as client:
+                _start(target, meter, len(jobs))
+                run_on_dask(client, settings, jobs, finished)
+    except BaseException:  # Ctrl-C: start no further notebooks; the rows that finished are kept
+        done = [results[job.number] for job in jobs if job.number in results]
+        if done:
+            write_table(done, target, [*warnings, f"interrupted after {len(done)} of {len(jobs)} rows"])
+        raise
+    finally:
+        meter.close()
+    return write_table([results[job.number] for job in jobs], target, warnings)
+
+
+def _jobs(
+    rows: list[dict[str, str]], declared: dict[str, str], parameters: Mapping[str, str], target: Path
+) -> list[Job]:
+    """One job per row: its parameters coerced (usage errors before anything starts) and its file names."""
     width = max(3, len(str(len(rows))))
     common = {
-        name: coerce_parameter(name, value, declared.get(name), "-p")
-        for name, value in (parameters or {}).items()
+        name: coerce_parameter(name, value, declared.get(name), "-p") for name, value in parameters.items()
     }
     jobs = []
     for number, row in enumerate(rows, start=1):
@@ -109,105 +155,30 @@ def run_batch(
             k: coerce_parameter(k, v, declared.get(k), f"row {number}") for k, v in row.items() if v != ""
         }
         stem = f"{number:0{width}d}-{_slug(row['goal'])}"
-        jobs.append(
-            _Job(
-                number,
-                row["goal"],
-                common | given,
-                target / "notebooks" / f"{stem}.ipynb",
-                target / "logs" / f"{stem}.log",
-            )
-        )
+        output, log = target / "notebooks" / f"{stem}.ipynb", target / "logs" / f"{stem}.log"
+        jobs.append(Job(number, row["goal"], common | given, output, log))
+    return jobs
+
+
+def _start(target: Path, meter: RowProgress, rows: int) -> None:
     for folder in ("notebooks", "logs"):
         (target / folder).mkdir(parents=True, exist_ok=True)
-    if on_start is not None:
-        on_start(len(jobs))
-    results: dict[int, dict[str, Any]] = {}
-    execute = _Executor(source, kernel, work_dir, start_timeout, execution_timeout)
+    meter.start(rows)
+
+
+def _run_here(
+    settings: Notebook, jobs: list[Job], parallel: int, finished: Callable[[dict[str, Any]], None]
+) -> None:
+    """The rows in this process, ``parallel`` notebooks at a time (threads, each driving its own kernel)."""
     with ThreadPoolExecutor(max_workers=min(parallel, len(jobs)), thread_name_prefix="shad-batch") as pool:
-        futures: dict[Future[dict[str, Any]], _Job] = {pool.submit(execute, job): job for job in jobs}
+        futures = [pool.submit(execute_here, settings, job) for job in jobs]
         try:
             for future in as_completed(futures):
-                results[futures[future].number] = row_result = future.result()
-                if on_row is not None:
-                    on_row(row_result)
-        except BaseException:  # Ctrl-C: start no further notebooks; running ones finish their kernel
+                finished(future.result())
+        except BaseException:  # running notebooks finish their kernel; queued ones never start
             for pending in futures:
                 pending.cancel()
-            done = [results[job.number] for job in jobs if job.number in results]
-            if done:  # the rows that finished are kept, in the same table
-                write_table(done, target, [*warnings, f"interrupted after {len(done)} of {len(jobs)} rows"])
             raise
-    ordered = [results[job.number] for job in jobs]
-    return write_table(ordered, target, warnings)
-
-
-@dataclass(frozen=True)
-class _Job:
-    number: int
-    goal: str
-    parameters: dict[str, Any]
-    output: Path
-    log: Path
-
-
-class _Executor:
-    """One papermill execution per call; safe to call from several threads at once."""
-
-    def __init__(
-        self, source: Path, kernel: str, cwd: Path, start_timeout: float, execution_timeout: float | None
-    ) -> None:
-        self.source, self.kernel, self.cwd = source, kernel, cwd
-        self.start_timeout, self.execution_timeout = start_timeout, execution_timeout
-
-    def __call__(self, job: _Job) -> dict[str, Any]:
-        import papermill  # type: ignore[import-untyped]
-
-        error = ""
-        try:
-            # The kernel's working folder goes through nbclient's resources, not papermill's cwd=,
-            # which os.chdir()s the whole process and so races between threads.
-            papermill.execute_notebook(
-                str(self.source),
-                str(job.output),
-                parameters=job.parameters,
-                kernel_name=self.kernel,
-                progress_bar=False,
-                log_output=False,
-                start_timeout=self.start_timeout,
-                execution_timeout=self.execution_timeout,
-                resources={"metadata": {"path": str(self.cwd)}},
-                kernel_manager_class=_logging_kernel_manager(job.log),
-            )
-        except papermill.PapermillExecutionError as exc:
-            error = f"{exc.ename}: {_one_line(exc.evalue)}"
-        except Exception as exc:  # a dead kernel, a cell timeout ...: this row fails, the batch goes on
-            error = f"{type(exc).__name__}: {_one_line(str(exc))}"
-        return table_row(job.number, job.goal, job.output, self._executed(job.output), error)
-
-    def _executed(self, path: Path) -> Any:
-        import nbformat
-
-        if not path.is_file():
-            return {}
-        try:
-            return nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
-        except Exception:  # a notebook cut short mid-write has no result to read
-            return {}
-
-
-def _logging_kernel_manager(log: Path) -> type[Any]:
-    """A kernel manager whose kernel writes its stderr (its own log lines and warnings) to ``log``
-    instead of the terminal, where several kernels would scribble over the progress bar."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class _LoggingKernelManager(AsyncKernelManager):
-        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
-            with log.open("ab") as stream:  # the kernel holds its own copy of the descriptor
-                kw.setdefault("stderr", stream)
-                await super().start_kernel(**kw)
-
-    return _LoggingKernelManager
 
 
 def _slug(goal: str, limit: int = 40) -> str:
@@ -219,7 +190,3 @@ def _slug(goal: str, limit: int = 40) -> str:
             break
         slug = candidate
     return slug or (words[0][:limit] if words else "goal")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())

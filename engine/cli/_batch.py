@@ -1,4 +1,5 @@
-"""``shad batch``: one papermill run of a notebook per goal in a CSV, gathered into a results table."""
+"""``shad batch``: one papermill run of a notebook per goal in a CSV (here, or on Dask distributed), gathered
+into a results table."""
 
 from __future__ import annotations
 
@@ -33,7 +34,23 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 )
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Folder for notebooks/ and results.csv.")
 @click.option(
-    "--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Notebooks at once."
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Notebooks at once (with --scheduler local: the number of Dask workers).",
+)
+@click.option(
+    "--scheduler",
+    metavar="local|tcp://HOST:PORT",
+    help="Run the rows on Dask distributed: 'local' starts --parallel worker processes on this machine, "
+    "tcp://HOST:PORT uses that scheduler's workers (needs --redis). Needs: pip install 'shad[dask]'.",
+)
+@click.option(
+    "--redis",
+    "redis_url",
+    metavar="URL",
+    help="Cache and ledger for every row on this Redis (default: REDIS_URL; SQLite under $SHAD_HOME).",
 )
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Kernel to use (default: the notebook's own).")
 @click.option(
@@ -56,10 +73,14 @@ def batch_cmd(
     parameters: tuple[tuple[str, str], ...],
     cwd: str | None,
     timeout: float | None,
+    scheduler: str | None,
+    redis_url: str | None,
 ) -> int:
     """Run NB once per row of GOALS.csv (columns become notebook parameters; a goal column is
     required) and write DIR/results.csv (and results.parquet): status, run id, tokens, citations ...
-    read from each executed notebook's Shad result. Exit 0 when every row succeeded, 3 when some failed."""
+    read from each executed notebook's Shad result. With --scheduler the rows run on Dask distributed; a
+    row whose worker dies is tried once more, then recorded as failed. Exit 0 when every row succeeded, 3
+    when some failed."""
     # papermill logs each unknown parameter once per row; the batch says it once, at the end.
     logging.getLogger("papermill").setLevel(logging.ERROR)
     progress = Progress(
@@ -94,6 +115,9 @@ def batch_cmd(
             parameters=dict(parameters),
             cwd=cwd,
             execution_timeout=timeout,
+            scheduler=scheduler,
+            redis_url=redis_url,
+            progress=False,  # the rich bar below
             on_start=on_start,
             on_row=on_row,
         )
