@@ -1,10 +1,20 @@
-"""End-to-end quality with no model: each eval question run as a goal with the offline provider.
+"""End-to-end answer quality with no model: each question of each real vault run as a goal (offline provider).
 
-    python benchmarks/bench_offline_runs.py [--questions F.jsonl ...] [--vault DIR]
+    python benchmarks/bench_offline_runs.py                       # the four real vaults in ../shared/vaults
+    python benchmarks/bench_offline_runs.py --vault obsidian-help --limit 5
+    python benchmarks/bench_offline_runs.py --questions F.jsonl --vault DIR
 
-Prints one JSON object: for each kind, how many runs cite a gold note (any gold path for lookup and
-paraphrase; for multihop, ``all`` needs every gold path), plus statuses. History goes to a temporary
-folder: the vault is only read.
+Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the dev set we tune on), and
+``benchmarks/questions/<vault>.jsonl`` for the other vaults. Prints one JSON object with, per vault:
+
+- ``cites_a_gold_note`` (lookup and paraphrase: any gold path among the resolved citations) and
+  ``cites_every_gold_note`` (multihop: all of them), as ``hits/questions`` and a rate;
+- ``answer_in_report``: the question's ``answer_contains`` phrase appears in the report (case-folded);
+- ``honest_on_absent``: absent questions that end with a non-empty ``uncovered`` list and no status of
+  SUCCESS (the vault cannot answer them, and the run must say so);
+- ``tokens_per_run`` (median) and ``runs_by_status``.
+
+Histories and indexes go to temporary folders: the vaults are only read.
 """
 
 from __future__ import annotations
@@ -12,56 +22,107 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
+VAULTS = ("zettelkasten-dy", "obsidian-help", "obsidian-hub", "kepano-obsidian")
+
+
+def question_file(vault: str) -> Path:
+    if vault == "zettelkasten-dy":
+        return SHARED / "eval" / "dev_questions.jsonl"
+    return ROOT / "benchmarks" / "questions" / f"{vault}.jsonl"
+
+
+def load(paths: list[Path]) -> list[dict[str, Any]]:
+    return [json.loads(x) for p in paths for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def rate(hits: int, total: int) -> dict[str, Any]:
+    return {"hits": f"{hits}/{total}", "rate": round(hits / total, 3) if total else None}
+
+
+def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[str, Any]:
+    from engine import run
+
+    found: dict[str, int] = defaultdict(int)
+    every: dict[str, int] = defaultdict(int)
+    kinds: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    answered = asked = honest = absent = 0
+    tokens: list[int] = []
+    misses: list[str] = []
+    started = time.perf_counter()
+    for q in questions:
+        result = run(q["question"], str(vault), provider="offline", history_dir=history)
+        summary = result.summary
+        statuses[result.status.value] += 1
+        tokens.append(int(summary.get("metrics", {}).get("total_tokens", 0)))
+        if q["kind"] == "absent":
+            absent += 1
+            honest += bool(summary.get("uncovered")) and result.status.value != "SUCCESS"
+            continue
+        cited = {c["path"] for c in summary.get("citations", []) if c.get("resolved")}
+        gold = set(q["gold_paths"])
+        kinds[q["kind"]] += 1
+        found[q["kind"]] += bool(gold & cited)
+        every[q["kind"]] += gold <= cited
+        if not gold & cited:
+            misses.append(q["id"])
+        if q.get("answer_contains"):
+            asked += 1
+            report_path = summary.get("report_path")
+            report = Path(report_path).read_text(encoding="utf-8") if report_path else ""
+            answered += q["answer_contains"].casefold() in report.casefold()
+    single = [k for k in kinds if k != "multihop"]
+    return {
+        "questions": len(questions),
+        "cites_a_gold_note": {
+            **{k: rate(found[k], kinds[k]) for k in sorted(single)},
+            "lookup+paraphrase": rate(sum(found[k] for k in single), sum(kinds[k] for k in single)),
+        },
+        "cites_every_gold_note": {"multihop": rate(every["multihop"], kinds["multihop"])},
+        "answer_in_report": rate(answered, asked),
+        "honest_on_absent": rate(honest, absent),
+        "tokens_per_run": statistics.median(tokens) if tokens else 0,
+        "runs_by_status": dict(statuses),
+        "missed": misses,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", action="append")
-    parser.add_argument("--vault", default=str(SHARED / "vaults" / "zettelkasten-dy"))
+    parser.add_argument("--vault", action="append", help="a vault name in ../shared/vaults, or a folder")
+    parser.add_argument("--questions", action="append", help="question file (with one --vault folder)")
+    parser.add_argument("--limit", type=int, help="at most this many questions per vault")
     args = parser.parse_args()
     os.environ["SHAD_HOME"] = tempfile.mkdtemp(prefix="shad-offline-")
     history = tempfile.mkdtemp(prefix="shad-offline-history-")
 
-    from engine import run
-
-    files = args.questions or [str(SHARED / "eval" / "dev_questions.jsonl")]
-    questions = [json.loads(x) for f in files for x in Path(f).read_text().splitlines() if x.strip()]
-    cited_any: dict[str, int] = defaultdict(int)
-    cited_all: dict[str, int] = defaultdict(int)
-    counts: Counter[str] = Counter()
-    statuses: Counter[str] = Counter()
-    started = time.perf_counter()
-    for q in questions:
-        result = run(q["question"], args.vault, provider="offline", history_dir=history)
-        statuses[result.status.value] += 1
-        if q["kind"] == "absent":
+    if args.questions:
+        if not args.vault or len(args.vault) != 1:
+            parser.error("--questions needs exactly one --vault")
+        plan = [(Path(args.vault[0]), load([Path(p) for p in args.questions]))]
+    else:
+        names = args.vault or [v for v in VAULTS if question_file(v).is_file()]
+        plan = [(SHARED / "vaults" / n, load([question_file(n)])) for n in names]
+    out: dict[str, Any] = {"provider": "offline", "vaults": {}}
+    for vault, questions in plan:
+        if not vault.is_dir():
+            out["vaults"][vault.name] = {"skipped": f"no vault at {vault}"}
             continue
-        cited = {c["path"] for c in result.summary["citations"] if c["resolved"]}
-        gold = set(q["gold_paths"])
-        counts[q["kind"]] += 1
-        cited_any[q["kind"]] += bool(gold & cited)
-        cited_all[q["kind"]] += gold <= cited
-    print(
-        json.dumps(
-            {
-                "questions": len(questions),
-                "runs_by_status": dict(statuses),
-                "cites_a_gold_note": {k: f"{cited_any[k]}/{n}" for k, n in sorted(counts.items())},
-                "cites_every_gold_note": {k: f"{cited_all[k]}/{n}" for k, n in sorted(counts.items())},
-                "seconds": round(time.perf_counter() - started, 1),
-            },
-            indent=2,
-        )
-    )
+        chosen = questions[: args.limit] if args.limit else questions
+        out["vaults"][vault.name] = measure(vault, chosen, history)
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -14,15 +14,59 @@ __all__ = [
     "CHECKPOINT_POLICIES",
     "CONCURRENCY_MODES",
     "HISTORY_FOLDER",
+    "OFFLINE_ENV",
     "PROFILES",
     "TEST_MODES",
     "UNCITED_FOLDERS",
     "Budgets",
     "RunConfig",
+    "offline_env",
+    "refuse_offline",
+    "remote_scheme",
     "shad_home",
 ]
 
 PROFILES = ("strict", "local", "extended")
+# A vault named ``SCHEME:REST`` (``mcp:shad mcp serve --vault ~/Notes``) is read through a backend
+# (engine.vault.open_vault) rather than from a folder; two letters at least, so ``C:\Notes`` stays a folder.
+_REMOTE_VAULT = re.compile(r"^([a-z][a-z0-9+.-]+):")
+
+
+# Offline mode (E7): set to 1 (or pass --offline), nothing leaves the machine whatever keys are set.
+OFFLINE_ENV = "SHAD_OFFLINE"
+LOCAL_PROVIDERS = ("offline", "replay")
+
+
+def offline_env() -> bool:
+    """Is offline mode switched on for this process (``SHAD_OFFLINE=1``)?"""
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def refuse_offline(what: str, *, offline: bool | None = None) -> None:
+    """A ``UsageError`` when offline mode is on (``offline``, else ``SHAD_OFFLINE``): ``what`` would call
+    out of the machine."""
+    if offline or (offline is None and offline_env()):
+        raise UsageError(
+            f"offline mode refuses {what}: nothing leaves the machine",
+            hint=f"drop --offline (and unset {OFFLINE_ENV}) to allow it",
+        )
+
+
+def _loopback_url(spec: str) -> bool:
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(spec.split(":", 1)[1].strip()).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def remote_scheme(vault: str | os.PathLike[str]) -> str | None:
+    """The backend scheme of a vault given as ``SCHEME:...`` (``mcp``), or None for a folder."""
+    if not isinstance(vault, str) or Path(vault).expanduser().is_dir():  # a folder named "notes:old"
+        return None
+    match = _REMOTE_VAULT.match(vault)
+    return match.group(1) if match else None
+
+
 CONCURRENCY_MODES = ("adaptive", "fixed")
 # What a run does at a checkpoint (engine/checkpoints.py): ask a decider, pause (the node waits, the run
 # ends NEEDS_HUMAN), approve or skip by itself, or open none (--no-checkpoints).
@@ -34,9 +78,10 @@ VERIFY_LEVELS = ("off", "basic", "build", "strict")  # engine.verify.LEVELS, kep
 TIERS = ("orchestrator", "worker", "leaf", "judge", "embedder")
 # Shad's own run history inside a vault: runs write there, retrieval leaves it out unless asked.
 HISTORY_FOLDER = "Shad/History"
-# Shad's working notes: reports about the vault, unreviewed learnings, scratch. Never a source of a run
-# (verified learnings, in Shad/Learnings, are: a person promoted them).
-UNCITED_FOLDERS = ("Shad/Reports", "Shad/Staging", "Shad/Scratch")
+# Shad's working notes: reports about the vault, unreviewed learnings, scratch, and its skills (instructions
+# to Shad, not knowledge). Never a source of a run (verified learnings, in Shad/Learnings, are: a person
+# promoted them).
+UNCITED_FOLDERS = ("Shad/Reports", "Shad/Staging", "Shad/Scratch", "Shad/Skills")
 
 
 def shad_home() -> Path:
@@ -92,6 +137,9 @@ class RunConfig:
     max_llm: int = 2
     concurrency_mode: str = "adaptive"
     profile: str = "strict"
+    fs_read: tuple[str, ...] = ()  # folders the sandbox's scripts may read (profile local or extended)
+    net_allow: tuple[str, ...] = ()  # hosts the sandbox may GET from (profile extended)
+    offline: bool = False  # refuse every external call (also when SHAD_OFFLINE=1): see offline_env
     history_dir: str | None = None
     include_history: bool = False  # may retrieval cite earlier runs' reports (Shad/History/)?
     code_mode: bool = True
@@ -115,6 +163,7 @@ class RunConfig:
     overwrite: bool = False  # may existing files under ``output`` be replaced?
     garden: bool = False  # propose a type for untyped notes the run read (through the approval queue)
     learn: bool = False  # propose the cited answer as a learning (a staging note a person promotes)
+    voice: str | None = None  # render the final report in this voice (engine.skills voices; needs a model)
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():
@@ -125,6 +174,9 @@ class RunConfig:
             raise UsageError("no vault given", hint="pass --vault DIR (repeat it for layered vaults)")
         resolved = []
         for v in self.vaults:
+            if remote_scheme(v) is not None:
+                resolved.append(v.strip())  # opened, and checked, by the vault layer's backend
+                continue
             path = Path(v).expanduser()
             if not path.is_dir():
                 raise VaultNotFoundError(
@@ -133,6 +185,18 @@ class RunConfig:
                 )
             resolved.append(str(path.resolve()))
         object.__setattr__(self, "vaults", tuple(resolved))
+        if self.learn and remote_scheme(self.vaults[0]) is not None:
+            raise UsageError(
+                "--learn writes a staging note into the first vault, which is read through a backend "
+                f"({self.vaults[0].split(':', 1)[0]}:) and cannot be written",
+                hint="put a vault folder first (--vault DIR), or run without --learn",
+            )
+        if self.garden and all(remote_scheme(v) is not None for v in self.vaults):
+            raise UsageError(
+                "--garden proposes frontmatter for notes in a vault folder, and every vault of this run "
+                "is read through a backend",
+                hint="add a vault folder (--vault DIR), or run without --garden",
+            )
         if self.strategy is not None:
             from . import strategies  # strategies load their data files; config stays cheap to import
 
@@ -177,6 +241,39 @@ class RunConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UsageError(f"{name} must be at least 1 (got {value!r})")
         self._check_software_options()
+        self._check_reach()
+
+    def _check_reach(self) -> None:
+        """The sandbox's extra reach (files, hosts), and offline mode: what may leave the machine."""
+        for name in ("fs_read", "net_allow"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        if self.fs_read and self.profile == "strict":
+            raise UsageError(
+                "--fs-read needs --profile local (or extended)", hint="strict reads the vault only"
+            )
+        if self.net_allow and self.profile != "extended":
+            raise UsageError("--net-allow needs --profile extended", hint="only extended may fetch URLs")
+        folders = []
+        for folder in self.fs_read:
+            path = Path(folder).expanduser()
+            if not path.is_dir():
+                raise UsageError(
+                    f"--fs-read {folder}: no such folder", hint="give folders the scripts may read"
+                )
+            folders.append(str(path.resolve()))
+        object.__setattr__(self, "fs_read", tuple(folders))
+        if offline_env():
+            object.__setattr__(self, "offline", True)
+        if not self.offline:
+            return
+        if self.provider not in (None, *LOCAL_PROVIDERS):
+            refuse_offline(f"the {self.provider} provider (a model API)", offline=True)
+        if self.net_allow:
+            refuse_offline("--net-allow (HTTP from the sandbox)", offline=True)
+        for vault in self.vaults:
+            if remote_scheme(vault) and "://" in vault and not _loopback_url(vault):
+                refuse_offline(f"the vault {vault} on another host", offline=True)
 
     def _check_software_options(self) -> None:
         if self.verify not in VERIFY_LEVELS:
@@ -225,7 +322,7 @@ class RunConfig:
             **{k: v for k, v in values.get("budgets", {}).items() if k in budget_fields}
         )
         values["vaults"] = tuple(values["vaults"])
-        for name in ("block_on", "warn_only"):
+        for name in ("block_on", "warn_only", "fs_read", "net_allow"):
             values[name] = tuple(values.get(name, ()))
         values["prices"] = {k: tuple(v) for k, v in values.get("prices", {}).items()}
         return cls(**values)

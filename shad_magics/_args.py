@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from engine.config import remote_scheme
+
 from ._errors import ShadUsageError
 from ._result import FORMATS
 from ._software import add_software_arguments, software_options
@@ -43,6 +45,7 @@ SUBCOMMANDS = (
     "sources",
     "approvals",
     "learnings",
+    "skills",
 )
 # What a run does when it needs a human (shad_magics._checkpoints maps them to the engine's policies).
 CHECKPOINT_POLICIES = ("auto", "fail", "approve", "skip", "pause", "off")
@@ -91,6 +94,13 @@ def _run_parser() -> _Parser:
     p = _Parser(prog="%%shad run", add_help=False, allow_abbrev=False)
     add = p.add_argument
     add("--vault", action="append", default=[], metavar="DIR", help="Vault folder (repeatable).")
+    add(
+        "--backend",
+        action="append",
+        default=[],
+        metavar="mcp:COMMAND",
+        help="A vault read through an MCP server (repeatable; after the --vault folders).",
+    )
     add("--strategy", help="software, research, analysis, planning or creative (default: classified).")
     add("--max-depth", type=int, help="Deepest decomposition level.")
     add("--max-nodes", type=int, help="Most nodes in the DAG.")
@@ -109,6 +119,10 @@ def _run_parser() -> _Parser:
     add("--garden", action="store_true", help="Propose types for untyped notes read (shad approvals).")
     add("--learn", action="store_true", help="Propose the answer as a learning note.")
     add("--profile", choices=("strict", "local", "extended"), help="Sandbox profile.")
+    add("--fs-read", action="append", default=[], metavar="DIR", help="With --profile local: a folder.")
+    add("--net-allow", action="append", default=[], metavar="HOST", help="With --profile extended: a host.")
+    add("--offline", action="store_true", help="Refuse every external call, even with API keys set.")
+    add("--voice", metavar="NAME", help="Render the final report in this voice.")
     add("--from", dest="replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
     add("--no-cache", action="store_true", help="Neither read nor write the cache.")
     add("--refresh-cache", action="store_true", help="Recompute everything and overwrite the cache.")
@@ -145,6 +159,15 @@ def _pairs(items: Sequence[str], what: str, example: str) -> list[tuple[str, str
     return out
 
 
+def _backends(specs: Sequence[str]) -> list[str]:
+    for spec in specs:
+        if remote_scheme(spec) is None:
+            raise ShadUsageError(
+                f"--backend {spec!r} names no backend", hint='e.g. --backend "mcp:shad mcp serve --vault DIR"'
+            )
+    return list(specs)
+
+
 def parse_run(line: str) -> RunArgs:
     """``run [options]`` (the word ``run`` already removed or not) -> ``RunArgs``."""
     words = split_line(line)
@@ -152,7 +175,7 @@ def parse_run(line: str) -> RunArgs:
         words = words[1:]
     ns = _run_parser().parse_args(words)
     args = RunArgs(
-        vaults=list(ns.vault),
+        vaults=[*ns.vault, *_backends(ns.backend)],
         output=ns.output,
         background=ns.background,
         context=list(ns.context),
@@ -182,6 +205,7 @@ def parse_run(line: str) -> RunArgs:
         "history_dir": "history_dir",
         "include_history": "include_history",
         "profile": "profile",
+        "voice": "voice",
         "replay_from": "replay_from",
         "store_url": "store_url",
     }
@@ -189,6 +213,12 @@ def parse_run(line: str) -> RunArgs:
         value = getattr(ns, dest)
         if value is not None:
             opts[name] = value
+    if ns.fs_read:
+        opts["fs_read"] = tuple(ns.fs_read)
+    if ns.net_allow:
+        opts["net_allow"] = tuple(ns.net_allow)
+    if ns.offline:
+        opts["offline"] = True
     if ns.garden:
         opts["garden"] = True
     if ns.learn:
@@ -301,6 +331,10 @@ def _sub_parsers() -> dict[str, _Parser]:
     p.add_argument("--note", default="", help="A note kept with the decision.")
     p.add_argument("--all", action="store_true", help="List decided requests too.")
     p.add_argument("--vault", metavar="DIR", help="Only this vault's requests.")
+    p = new("skills")
+    p.add_argument("name", nargs="?", help="One skill, shown with its guidance.")
+    p.add_argument("--goal", help="Which skills this goal would use, candidate by candidate.")
+    p.add_argument("--vault", action="append", default=[], metavar="DIR")
     p = new("learnings")
     p.add_argument("--vault", metavar="DIR", help="The vault (default: the session's first).")
     p.add_argument("--status", choices=("staging", "verified", "rejected"))

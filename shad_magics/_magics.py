@@ -53,7 +53,7 @@ class _PathList(List):  # type: ignore[type-arg]
 class ShadMagics(Magics):
     """``%%shad run [options]`` runs the cell's goal over the vault(s); ``%shad status|trace|resume|
     checkpoint|export|runs|search|analyze|config|providers`` look at runs and vaults, and ``%shad
-    ingest|sources|approvals|learnings`` curate them. Errors always raise."""
+    ingest|sources|approvals|learnings`` curate them; ``skills`` lists skills. Errors always raise."""
 
     vault = _PathList(
         Unicode(),
@@ -273,6 +273,11 @@ class ShadMagics(Magics):
         from . import _curation_lines
 
         return _curation_lines.learnings(ns.vault or _launch.default_vaults(self)[0], ns.status)
+
+    def _sub_skills(self, ns: Any) -> Any:
+        from . import _skills_lines
+
+        return _skills_lines.skills(ns.vault or _launch.default_vaults(self), ns.name, ns.goal)
 
     def _sub_ingest(self, ns: Any) -> Any:
         """Without --yes, a usage error that says what would be written (the confirmation)."""

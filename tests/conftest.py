@@ -62,6 +62,7 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHAD_STORE", str(tmp_path / "shad-store.sqlite3"))
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.delenv("SHAD_CHECKPOINTS", raising=False)  # a developer's own default must not leak in
+    monkeypatch.delenv("SHAD_OFFLINE", raising=False)
 
 
 @pytest.fixture

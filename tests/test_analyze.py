@@ -29,12 +29,14 @@ COFFEE = (
     "How many days should roasted beans rest before espresso?",
     "Why do freshly roasted beans need to rest?",
 )
+# A topic the coffee vault has no word of ("tea" and "Japanese" are in it, in unrelated notes: a search
+# now finds those, and the runs would be answered from them partly).
 TEA = (
-    "What is the etiquette of a Japanese tea ceremony?",
-    "How do I whisk matcha for a tea ceremony?",
-    "Matcha whisking technique and tea ceremony etiquette",
+    "What is the etiquette of a matcha ceremony?",
+    "How do I whisk matcha for a ceremony?",
+    "Matcha whisking technique and ceremony etiquette",
 )
-TEA_DECOMPOSED = "What is the etiquette of a Japanese tea ceremony and how do I whisk matcha?"
+TEA_DECOMPOSED = "What is the etiquette of a matcha ceremony and how do I whisk matcha?"
 REDISTRIBUTED = "the audit weight 0.20 was redistributed to history pain and coverage"
 
 
@@ -93,7 +95,7 @@ def test_the_struggled_topic_ranks_first_with_its_runs_and_queries(
     assert data["report"] is None  # --no-write
 
     first = data["topics"][0]
-    assert {"tea", "matcha"} <= set(first["terms"]), first["topic"]
+    assert {"ceremony", "matcha"} <= set(first["terms"]), first["topic"]
     assert set(first["evidence"]["runs"]) == set(recorded["tea"])
     for goal in (*TEA, TEA_DECOMPOSED):
         assert goal in first["evidence"]["queries"]
@@ -179,7 +181,7 @@ def _audit_reply(body: dict[str, Any]) -> str:
     listed = prompt.split("Topics the runs asked about:\n", 1)[1].split("\n\nReturn JSON", 1)[0]
     topics = json.loads(listed)
     scored = [
-        {"topic": t["topic"], "gap": 0.9 if "tea" in t["terms"] else 0.1, "reason": "judged from the titles"}
+        {"topic": t["topic"], "gap": 0.9 if "matcha" in t["terms"] else 0.1, "reason": "from the titles"}
         for t in topics
     ]
     return json.dumps({"topics": scored, "missing": [{"title": "Tea ceremony", "why": "asked often"}]})
@@ -201,7 +203,7 @@ def test_llm_audit_with_a_model_uses_the_full_weights(
     assert data["weights"] == {"history_pain": 0.55, "coverage_miss": 0.25, "audit": 0.2}
     assert data["model_suggestions"] == [{"title": "Tea ceremony", "why": "asked often"}]
     first = data["topics"][0]
-    assert "tea" in first["terms"] and first["audit"] == 0.9 and first["audit_reason"]
+    assert "matcha" in first["terms"] and first["audit"] == 0.9 and first["audit_reason"]
     for t in data["topics"]:
         expected = 0.55 * t["history_pain"] + 0.25 * t["coverage_miss"] + 0.2 * t["audit"]
         assert t["gap_score"] == pytest.approx(expected, abs=2e-3)
@@ -222,7 +224,7 @@ def test_a_model_that_cannot_answer_leaves_the_audit_out_and_says_so(
     assert (
         data["weights_note"].startswith("the model audit failed (") and REDISTRIBUTED in data["weights_note"]
     )
-    assert "tea" in data["topics"][0]["terms"] and data["topics"][0]["audit"] is None
+    assert "matcha" in data["topics"][0]["terms"] and data["topics"][0]["audit"] is None
 
 
 # --- edges ---------------------------------------------------------------------------------------------
@@ -280,3 +282,16 @@ def test_top_limits_the_topics_shown(shad: Any, recorded: dict[str, Any]) -> Non
         "vault", "analyze", "--vault", str(recorded["vault"]), "--json", "--no-write", "--top", "1"
     ).json()
     assert len(data["topics"]) == 1 and data["topics_total"] == 2
+
+
+def test_asks_a_run_said_the_vault_does_not_answer_count_as_nothing_found(recorded: dict[str, Any]) -> None:
+    from engine.curation._analyze_runs import load_runs
+
+    runs = {r.run_id: r for r in load_runs(recorded["vault"])}
+    for run_id in recorded["tea"][:3]:
+        summary = json.loads((runs[run_id].dir / "final.summary.json").read_text(encoding="utf-8"))
+        assert summary["uncovered"]  # the run itself said so
+        root = next(n for n in runs[run_id].nodes if n.node_id == "root")
+        assert root.nothing_found
+    for run_id in recorded["coffee"]:
+        assert not any(n.nothing_found for n in runs[run_id].nodes)

@@ -230,6 +230,9 @@ def test_local_profile_reads_allow_listed_roots_only(vault: Path, tmp_path: Path
     assert "outside" in refused(run, "read_file", "blocked", path="escape.txt")
     refused(run, "read_file", "error", path="bin.dat")
     refused(run, "http_get", "blocked", url="https://example.org/")
+    (attempt,) = run.stats()["external"]  # refused by the profile, and still on the record
+    assert attempt["allowed"] is False and attempt["target"] == "https://example.org/"
+    assert "allows no network" in attempt["reason"]
 
 
 def test_profile_options_are_checked() -> None:
@@ -362,5 +365,9 @@ def test_http_get_end_to_end_is_done_by_the_parent(local_server: str, codemode_h
             f"r = obsidian.http_get('http://{local_server}/hello')\n__result__ = [r['status'], r['text']]"
         )
         assert result.result == [200, "hello from loopback"]
+        target = f"http://{local_server}/hello"  # the audit trail: every attempt, allowed or not
+        assert result.stats["broker"]["external"] == [
+            {"kind": "http_get", "target": target, "allowed": True, "status": 200}
+        ]
         run_refused(sb, "obsidian.http_get('http://10.1.2.3/')", "blocked")
         run_refused(sb, "import socket", "blocked")

@@ -130,3 +130,49 @@ def test_an_unusable_script_reply_does_not_fail_the_node(vault: Path) -> None:
     assert run.status.value == "SUCCESS"
     assert run.dag.root().retrieval["method"] == "codemode+direct"
     assert _artifacts(run)["root-1.json"]["error"]["kind"] in ("malformed", "refused")
+
+
+def test_the_script_prompt_offers_what_the_profile_allows(vault: Path, tmp_path: Path) -> None:
+    from engine.codemode import Sandbox
+    from engine.retrieval._codemode import API_DESCRIPTION, api_description
+
+    strict = Sandbox(vault)
+    try:
+        assert api_description(strict) == API_DESCRIPTION
+    finally:
+        strict.close()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    extended = Sandbox(vault, profile="extended", fs_read=[docs], net_allow=["docs.example.org"])
+    try:
+        text = api_description(extended)
+        assert "obsidian.read_file" in text and "read-only folders: docs" in text
+        assert "obsidian.http_get" in text and "docs.example.org only" in text
+    finally:
+        extended.close()
+
+
+def test_every_attempt_to_leave_the_machine_is_an_event(vault: Path) -> None:
+    """A refused network call ends its script (blocked); the ladder's next script tries another. Both
+    attempts are events, with why they were refused."""
+    scripts = [
+        f"obsidian.http_get({url!r})\n__result__ = {{}}"
+        for url in ("https://127.0.0.1/x", "https://example.org/")
+    ]
+    strict = _run(vault, ScriptedModel(list(scripts)), code_mode=True)
+    calls = [e for e in strict.events if e["type"] == "EXTERNAL_CALL"]
+    assert [(c["target"], c["allowed"]) for c in calls] == [
+        ("https://127.0.0.1/x", False),
+        ("https://example.org/", False),
+    ]
+    assert all("allows no network" in c["reason"] and c["node"] == "root" for c in calls)
+    extended = _run(
+        vault,
+        ScriptedModel(scripts[:1]),
+        code_mode=True,
+        profile="extended",
+        net_allow=("127.0.0.1",),
+        use_cache=False,
+    )
+    (private,) = [e for e in extended.events if e["type"] == "EXTERNAL_CALL"]
+    assert private["allowed"] is False and "non-public" in private["reason"]

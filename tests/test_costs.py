@@ -84,3 +84,16 @@ def test_bad_prices_are_usage_errors(vault: Path) -> None:
         RunConfig(GOAL, (str(vault),), prices={"m-1": (3.0,)})  # type: ignore[dict-item]
     with pytest.raises(UsageError):
         RunConfig(GOAL, (str(vault),), prices={"m-1": (-1.0, 2.0)})
+
+
+def test_every_model_call_event_carries_its_cost(vault: Path) -> None:
+    import json
+
+    priced = _run(vault, PaidModel(), prices={"m-1": (3.0, 15.0)})
+    events = [json.loads(x) for x in (priced.history.dir / "events.jsonl").read_text().splitlines()]
+    calls = [e for e in events if e["type"] == "LLM_CALL"]
+    assert calls and all(e["cost_usd"] == pytest.approx(0.0105) for e in calls)
+    unpriced = _run(vault, PaidModel(), refresh_cache=True)
+    events = [json.loads(x) for x in (unpriced.history.dir / "events.jsonl").read_text().splitlines()]
+    unpriced_calls = [e for e in events if e["type"] == "LLM_CALL"]
+    assert unpriced_calls and all(e["cost_usd"] is None for e in unpriced_calls)

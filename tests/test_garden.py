@@ -93,5 +93,7 @@ def test_learn_proposes_the_cited_answer_as_a_staging_note(vault: Path) -> None:
     assert note.frontmatter["status"] == "staging" and note.frontmatter["proposed_by"] == r.id
     assert "[[Brewing/Siphon]]" in note.frontmatter["sources"]
     assert [item.path for item in learnings(vault)] == [path]
+    written = [e for e in r.events if e["type"] == "NOTE_WRITTEN"]  # the audit trail of the write
+    assert [(e["path"], e["action"]) for e in written] == [(path, "created")]
     again = run(RunConfig("How do I brew with a siphon, step by step?", (str(vault),), provider="offline"))
     assert not any(c["path"].startswith("Shad/Staging") for c in again.summary["citations"])

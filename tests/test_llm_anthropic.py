@@ -262,3 +262,18 @@ def test_the_key_never_appears_in_errors_even_when_the_server_echoes_it(server: 
     server.script(server_error(400, f"invalid x-api-key {KEY}"))
     err = fails(make())
     assert "[REDACTED]" in err.message
+
+
+def test_a_failed_attempt_pickles_with_its_fields() -> None:
+    from engine.llm._retry import AttemptFailed
+
+    attempt = AttemptFailed("server", "boom", status=503, retry_after=2.0, input_tokens=7, hint="wait")
+    clone = pickle.loads(pickle.dumps(attempt))
+    assert (clone.kind, clone.message, clone.status, clone.retry_after, clone.input_tokens, clone.hint) == (
+        "server",
+        "boom",
+        503,
+        2.0,
+        7,
+        "wait",
+    )

@@ -252,3 +252,17 @@ def test_extra_tokens() -> None:
         extra_tokens(20000, "+lots")
     with pytest.raises(ShadUsageError, match="adds tokens"):
         extra_tokens(20000, "-5%")
+
+
+def test_backend_vaults_follow_the_folders() -> None:
+    args = parse_run('run --backend "mcp:shad mcp serve --vault /tmp/v" --vault Notes')
+    assert args.vaults == ["Notes", "mcp:shad mcp serve --vault /tmp/v"]
+    with pytest.raises(ShadUsageError, match="names no backend"):
+        parse_run("run --backend 'shad mcp serve'")
+
+
+def test_reach_and_offline_options() -> None:
+    args = parse_run("run --profile extended --fs-read /tmp --net-allow example.org --offline")
+    assert args.options["fs_read"] == ("/tmp",) and args.options["net_allow"] == ("example.org",)
+    assert args.options["offline"] is True and args.options["profile"] == "extended"
+    assert "offline" not in parse_run("run").options

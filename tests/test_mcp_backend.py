@@ -15,9 +15,10 @@ import pytest
 from _demo import DEMO
 from _net import free_port, wait_until_listening
 
+from engine.codemode import Sandbox
 from engine.errors import NoteNotFoundError, UsageError
 from engine.mcp import McpBackendError, McpVault, open_mcp_vault
-from engine.vault import Vault
+from engine.vault import Vault, VaultSet, is_local, location
 
 pytestmark = pytest.mark.usefixtures("shad_home")
 
@@ -85,8 +86,8 @@ def test_errors_and_parallel_calls(remote: McpVault) -> None:
         remote.read_note("No/such note.md")
     with pytest.raises(NoteNotFoundError):
         remote.read_note("../../etc/passwd")
-    with pytest.raises(UsageError, match="where"):
-        remote.search("beans", where={"type": "bean"})
+    with pytest.raises(UsageError, match="modified_after"):
+        remote.search("beans", modified_after="2020-01-01")
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda q: [h.path for h in remote.search(q)], ["beans", "water"] * 4))
     assert results[0] == results[2] and results[1] == results[3]
@@ -141,3 +142,69 @@ def test_backend_specs() -> None:
         McpVault()
     with pytest.raises(McpBackendError, match="could not connect"):
         open_mcp_vault("mcp:/no/such/server-binary --flag", timeout=10)
+
+
+def test_filters_links_and_neighbours_match_the_folder(remote: McpVault, vault: Path) -> None:
+    local = Vault(vault)
+    local.refresh()
+    for kwargs in ({"where": {"type": "method"}}, {"exclude": ("Roasting", "Brewing")}, {"type": "bean"}):
+        got = [h.path for h in remote.search("coffee", limit=20, **kwargs)]  # type: ignore[arg-type]
+        assert got == [h.path for h in local.search("coffee", limit=20, **kwargs)]  # type: ignore[arg-type]
+    assert not any(
+        h.path.startswith(("Roasting/", "Brewing/"))
+        for h in remote.search("roast", exclude=("Roasting", "Brewing"))
+    )
+    for target in ("Roasting/First crack", "First crack", "Home", "Roasting/First crack.md", "No such note"):
+        assert remote.resolve_link(target) == local.resolve_link(target)
+    for path, depth in (("Roasting/First crack.md", 1), ("Home.md", 2)):
+        assert remote.neighbors(path, depth) == sorted(local.neighbors(path, depth))
+    assert not is_local(remote) and is_local(local)
+    assert location(remote).startswith("mcp:") and location(local) == str(local.root)
+
+
+SCRIPT = """
+hits = obsidian.search("resting beans espresso", limit=5)
+first = hits[0]["path"]
+note = obsidian.read_note(first)
+__result__ = {
+    "vaults": obsidian.vaults(),
+    "hits": [(h["path"], h["heading"]) for h in hits],
+    "listed": sorted(obsidian.list_notes("Roasting")),
+    "note": [note["path"], note["title"], note["frontmatter"], note["body"], note["hash"]],
+    "backlinks": sorted(note["backlinks"]),
+    "frontmatter": obsidian.get_frontmatter("Brewing/Espresso.md"),
+    "hash": obsidian.get_hash("Brewing/Espresso.md"),
+    "links": obsidian.links(first),
+    "neighbors": obsidian.neighbors("Roasting/First crack.md", depth=1),
+    "wikilink": obsidian.create_wikilink(first, heading="How long to rest"),
+}
+try:
+    obsidian.read_note("No/such note.md")
+except Exception as exc:
+    __result__["missing"] = str(exc)
+"""
+
+
+def test_the_sandbox_api_answers_the_same_on_either_backend(vault: Path) -> None:
+    """A model-written script gets the same answers whether the vault is the folder or the MCP server."""
+    with McpVault(_serve_argv(vault), id="vault", env=_env()) as served:
+        results = []
+        for vaults in (VaultSet([Vault(vault)]), VaultSet([served])):
+            sandbox = Sandbox(vaults)
+            try:
+                results.append(sandbox.run(SCRIPT).result)
+            finally:
+                sandbox.close()
+    by_folder, by_mcp = results
+    assert by_folder["hits"] and by_folder["listed"] and "no note" in by_folder["missing"]
+    assert by_mcp == by_folder
+
+
+def test_an_unreachable_backend_fails_before_a_run_folder_exists(tmp_path: Path) -> None:
+    from engine.config import RunConfig
+    from engine.runs import run
+
+    home = Path(os.environ["SHAD_HOME"])
+    with pytest.raises(McpBackendError, match="could not connect"):
+        run(RunConfig("anything", ("mcp:/no/such/server-binary",), provider="offline"))
+    assert not (home / "history").exists() or not any((home / "history").iterdir())

@@ -386,6 +386,9 @@ IGNORED = frozenset(
     {
         EventKind.RETRIEVAL_MODE,
         EventKind.STRATEGY_CHOSEN,
+        EventKind.SKILLS_ROUTED,
+        EventKind.NOTE_WRITTEN,
+        EventKind.EXTERNAL_CALL,
         EventKind.DECOMPOSITION_DECIDED,
         EventKind.PLAN_VALIDATED,
         EventKind.PLAN_CACHE_HIT,

@@ -177,6 +177,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Ranked full-text search (the JSON of `shad vault search --json`)."""
         return pool.search(settings.vaults_of(vault), q, limit=limit, path=path, type=type, tags=tag)
 
+    @app.get("/v1/skills", tags=["skills"])
+    def skills_list(
+        vault: Annotated[list[str] | None, Query()] = None,
+        goal: Annotated[str | None, Query(min_length=1, max_length=2000)] = None,
+    ) -> dict[str, Any]:
+        """The skills in force over the vaults (`shad skills ls --json`); with `goal`, also which of
+        them the goal would use (`shad skills route --json`)."""
+        from ..skills import discover, route
+
+        found = discover(settings.vaults_of(vault))
+        listing = found.to_dict()
+        if goal is not None:
+            listing["routing"] = route(goal, found).to_dict()
+        return listing
+
     @app.get("/v1/hitl/queue", tags=["hitl"])
     def hitl_queue() -> dict[str, Any]:
         """Open checkpoints of runs over the server's vaults, and pending approvals."""

@@ -2,7 +2,8 @@
 turned into the engine's ``RunConfig`` (and ``aresume``'s options) exactly as the CLI turns them.
 
 Options that write outside the vaults the server was started with (``history_dir``, ``write_files`` /
-``output``) or reach other services (``redis``) are not offered: the server decides those."""
+``output``), read outside them (``fs_read``) or reach other services (``redis``, ``net_allow``) are not
+offered: the server decides those. ``offline`` only narrows what a run may do, so it is."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ class RunRequest(_Body):
     garden: bool = False
     learn: bool = False
     profile: Literal["strict", "local", "extended"] = "strict"
+    offline: bool = False
+    voice: str | None = Field(default=None, max_length=64)
     no_cache: bool = False
     refresh_cache: bool = False
     checkpoints: Policy | None = None
@@ -127,6 +130,8 @@ def run_config(body: RunRequest, vaults: tuple[Path, ...]) -> RunConfig:
         garden=body.garden,
         learn=body.learn,
         profile=body.profile,
+        offline=body.offline,
+        voice=body.voice,
         budgets=Budgets(
             max_depth=body.max_depth,
             max_nodes=body.max_nodes,

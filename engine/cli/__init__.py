@@ -35,15 +35,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run RUN_ID again as a new run, every model call answered from its recording: the same DAG, "
         "decisions and citations, and no model call made.",
     ),
-    "status": ("_run", "status_cmd", "Status, goal, metrics, missing branches and failures of a run."),
-    "trace": ("_run", "trace_group", "Look inside a run: its DAG, or one node."),
+    "status": ("_status", "status_cmd", "Status, goal, metrics, missing branches and failures of a run."),
+    "trace": ("_status", "trace_group", "Look inside a run: its DAG, or one node."),
     "export": (
         "_export",
         "export_cmd",
         "Write a software run's code into DIR, or copy another run's report, summary, DAG and artifacts "
         "there (nothing is written anywhere else).",
     ),
-    "runs": ("_run", "runs_cmd", "Recent runs, newest first."),
+    "runs": ("_status", "runs_cmd", "Recent runs, newest first."),
     "vault": ("_vault", "vault_group", "Read, index and search Obsidian vaults."),
     "sandbox": (
         "_sandbox",
@@ -75,6 +75,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "enrich": ("_ingest", "enrich_cmd", "Add a symbol and module index to an ingested snapshot."),
     "sources": ("_sources", "sources_group", "The ingested sources and their snapshots (the shadow index)."),
+    "history": ("_history", "history_group", "Run histories: retention tiers (hot, warm, cold) and pins."),
+    "skills": ("_skills", "skills_group", "Skills: guidance (and strategies) runs add when their goal fits."),
     "learnings": ("_curation", "learnings_group", "Notes runs proposed: list them, promote or reject them."),
     "serve": (
         "_serve",
@@ -146,6 +148,8 @@ def _fail(message: str, hint: str | None, code: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code instead of raising."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 3 and args[0] == "run" and args[1] in ("pin", "unpin"):
+        args = ["history", args[1], args[2]]  # `shad run pin RUN_ID` is `shad history pin RUN_ID`
     try:
         result = cli.main(args=args, prog_name="shad", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2

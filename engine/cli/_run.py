@@ -7,28 +7,26 @@ import json
 from typing import Any
 
 import click
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from ..config import Budgets, RunConfig
 from ..errors import UsageError
 from ..runs import Run
-from ..store.history import list_runs
 from ._live import LiveTree, render_tree
 from ._policy import policy_option
 from ._software import software_config, software_options
+from ._vault import check_backends
 
-__all__ = ["print_outcome", "run_cmd", "runs_cmd", "status_cmd", "trace_group"]
+__all__ = ["err", "out", "print_json", "print_outcome", "run_cmd"]
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 
-def _print_json(data: Any) -> None:
+def print_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
@@ -74,6 +72,14 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
 @click.command("run")
 @click.argument("goal")
 @click.option("--vault", "vaults", multiple=True, metavar="DIR", help="Vault folder (repeatable).")
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    metavar="mcp:COMMAND|mcp:URL",
+    help="A vault read through an MCP server instead of a folder (repeatable; after the --vault folders).",
+    callback=check_backends,
+)
 @click.option("--strategy", help="software, research, analysis, planning or creative (default: classified).")
 @click.option("--max-depth", type=int, default=Budgets.max_depth, show_default=True)
 @click.option("--max-nodes", type=int, default=Budgets.max_nodes, show_default=True)
@@ -112,6 +118,19 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
     show_default=True,
     help="Sandbox profile for retrieval scripts.",
 )
+@click.option(
+    "--fs-read", multiple=True, metavar="DIR", help="With --profile local: a folder scripts may read."
+)
+@click.option(
+    "--net-allow", multiple=True, metavar="HOST", help="With --profile extended: a host scripts may GET."
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    envvar="SHAD_OFFLINE",
+    help="Refuse every external call (model APIs, sandbox HTTP, webhooks), even with keys set.",
+)
+@click.option("--voice", metavar="NAME", help="Render the final report in this voice (shad skills voices).")
 @click.option("--from", "replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--refresh-cache", is_flag=True, help="Recompute everything and overwrite the cache.")
@@ -130,6 +149,7 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
 def run_cmd(
     goal: str,
     vaults: tuple[str, ...],
+    backends: tuple[str, ...],
     strategy: str | None,
     max_depth: int,
     max_nodes: int,
@@ -148,6 +168,10 @@ def run_cmd(
     garden: bool,
     learn: bool,
     profile: str,
+    fs_read: tuple[str, ...],
+    net_allow: tuple[str, ...],
+    offline: bool,
+    voice: str | None,
     replay_from: str | None,
     no_cache: bool,
     refresh_cache: bool,
@@ -191,7 +215,7 @@ def run_cmd(
     )
     config = RunConfig(
         goal,
-        vaults,
+        (*vaults, *backends),
         strategy=strategy,
         provider=provider,
         models=_models(models),
@@ -204,6 +228,10 @@ def run_cmd(
         garden=garden,
         learn=learn,
         profile=profile,
+        fs_read=fs_read,
+        net_allow=net_allow,
+        offline=offline,
+        voice=voice,
         budgets=Budgets(
             max_depth=max_depth,
             max_nodes=max_nodes,
@@ -241,7 +269,7 @@ def run_cmd(
 def print_outcome(run: Run, as_json: bool) -> int:
     """The report (or the summary JSON) on stdout, one status line on stderr; returns the exit code."""
     if as_json:
-        _print_json(run.summary)
+        print_json(run.summary)
         return run.exit_code
     _print_report(run)
     metrics = run.summary["metrics"]
@@ -263,111 +291,3 @@ def _print_report(run: Run) -> None:
         out.print(Markdown(body))
     else:
         click.echo(body)
-
-
-@click.command("status")
-@click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True)
-def status_cmd(run_id: str, as_json: bool) -> int:
-    """Status, goal, metrics, missing branches and failures of a run."""
-    run = Run.load(run_id)
-    if as_json:
-        _print_json(
-            run.summary or {"run_id": run.id, "status": run.status.value, "history_dir": str(run.history.dir)}
-        )
-        return 0
-    s = run.summary
-    out.print(f"[bold]{run.id}[/] {run.status.value}  {escape(s.get('goal', ''))}")
-    if s:
-        m = s["metrics"]
-        out.print(
-            f"  {m['nodes_executed']}/{m['nodes_total']} nodes, {m['total_tokens']} tokens, "
-            f"{m['llm_calls']} model calls, {m['duration_ms'] / 1000:.1f}s, provider {s['provider']}"
-        )
-        out.print(f"  report: {escape(s['report_path'])}")
-        for b in s.get("missing_branches", []):
-            out.print(
-                f"  [magenta]missing[/] {b['node_id']}: {escape(b['task'])} ({escape(str(b['reason']))})"
-            )
-        for f in s.get("failures", []):
-            out.print(
-                f"  [red]failed[/] {f['node_id']} {f['phase']}: {f['error_class']}: {escape(f['message'])}"
-            )
-        for c in s.get("checkpoints", []):
-            if c.get("decision") is None:
-                out.print(f"  [yellow]waits for a person[/] {c['node_id']}: {escape(c['reason'])}")
-        if s.get("resume_command"):
-            out.print(f"  to continue: {s['resume_command']}")
-    else:
-        out.print(f"  no final summary (the run did not finish); history: {escape(str(run.history.dir))}")
-    return 0
-
-
-@click.group("trace")
-def trace_group() -> None:
-    """Look inside a run: its DAG, or one node."""
-
-
-@trace_group.command("tree")
-@click.argument("run_id")
-def trace_tree_cmd(run_id: str) -> int:
-    """The run's DAG with each node's status, tokens and time."""
-    run = Run.load(run_id)
-    out.print(render_tree(run.dag, f"{run.id} {run.status.value}"))
-    return 0
-
-
-@trace_group.command("node")
-@click.argument("run_id")
-@click.argument("node_id")
-@click.option("--json", "as_json", is_flag=True)
-def trace_node_cmd(run_id: str, node_id: str, as_json: bool) -> int:
-    """Everything about one node: task, retrieval, context, citations, answer, tokens, error."""
-    run = Run.load(run_id)
-    if node_id not in run.dag:
-        raise UsageError(
-            f"run {run.id} has no node {node_id!r}", hint=f"nodes: {', '.join(n.id for n in run.dag)}"
-        )
-    node = run.dag.node(node_id)
-    if as_json:
-        _print_json(node.to_dict())
-        return 0
-    table = Table(show_header=False, box=None)
-    for key in ("id", "stage", "depth", "parent", "status", "tokens", "llm_calls", "duration_ms", "note"):
-        table.add_row(f"[cyan]{key}[/]", escape(str(getattr(node, key, ""))))
-    parts: list[Any] = [table, Text(f"\nTask: {node.task}", style="bold")]
-    retrieval = node.retrieval or {}
-    if retrieval:
-        parts.append(
-            Text(
-                f"Retrieval ({retrieval.get('method')}): queries {retrieval.get('queries')}, "
-                f"score {retrieval.get('retrieval_score')}"
-            )
-        )
-        for c in retrieval.get("context", []):
-            parts.append(Text(f"  {c['citation']}  {c['text'][:160]!r}", style="dim"))
-    if node.answer:
-        parts += [Text("\nAnswer:", style="bold"), Markdown(node.answer)]
-    if node.error:
-        parts.append(Text(f"\nError: {node.error['error_class']}: {node.error['message']}", style="red"))
-    out.print(Group(*parts))
-    return 0
-
-
-@click.command("runs")
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--json", "as_json", is_flag=True)
-def runs_cmd(limit: int, as_json: bool) -> int:
-    """Recent runs, newest first."""
-    runs = list_runs(limit)
-    if as_json:
-        _print_json(runs)
-        return 0
-    if not runs:
-        err.print('no runs yet: start one with shad run "GOAL" --vault DIR')
-        return 0
-    table = Table("run id", "status", "goal", box=None)
-    for r in runs:
-        table.add_row(r["run_id"], r["status"], escape(r["goal"][:80]))
-    out.print(table)
-    return 0

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..config import remote_scheme
 from ..errors import UsageError
 from ..vault import Hit, Vault, VaultSet
 
@@ -56,7 +57,7 @@ def _progress(label: str, enabled: bool) -> Iterator[Any]:
 
 def _open(paths: tuple[str, ...], show_progress: bool = True) -> VaultSet:
     """The vaults named: folders, or ``mcp:COMMAND`` / ``mcp:URL`` read through an MCP server."""
-    vaults = VaultSet([_remote(p) if p.startswith("mcp:") else Vault(p) for p in paths])
+    vaults = VaultSet(list(paths))  # a SCHEME:... vault opens through its backend
     for v in vaults:
         if not isinstance(v, Vault):
             continue  # the server keeps its own index
@@ -73,10 +74,14 @@ def _open(paths: tuple[str, ...], show_progress: bool = True) -> VaultSet:
     return vaults
 
 
-def _remote(spec: str) -> Any:
-    from ..mcp import open_mcp_vault  # the MCP SDK loads only for an mcp: vault
-
-    return open_mcp_vault(spec)
+def check_backends(ctx: click.Context, param: click.Parameter, specs: tuple[str, ...]) -> tuple[str, ...]:
+    """``--backend`` values must name a backend: ``mcp:COMMAND`` or ``mcp:URL``."""
+    for spec in specs:
+        if remote_scheme(spec) is None:
+            raise UsageError(
+                f"--backend {spec!r} names no backend", hint="e.g. --backend 'mcp:shad mcp serve --vault DIR'"
+            )
+    return specs
 
 
 @click.group("vault")

@@ -69,6 +69,12 @@ _POLICIES = [p for p in CHECKPOINT_POLICIES if p != "ask"]  # nobody is at the t
     show_default=True,
     help="At a checkpoint: pause (the task fails with NEEDS_HUMAN; resume it later), approve, skip, off.",
 )
+@click.option(
+    "--offline",
+    is_flag=True,
+    envvar="SHAD_OFFLINE",
+    help="Refuse every external call: the offline provider for every task, no webhooks.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per task on stdout.")
 def watch_cmd(
     vault: str,
@@ -83,6 +89,7 @@ def watch_cmd(
     max_nodes: int,
     max_tokens: int,
     checkpoints: str,
+    offline: bool,
     as_json: bool,
 ) -> int:
     from rich.console import Console
@@ -93,7 +100,7 @@ def watch_cmd(
     from ..watch import Watcher, WatchOptions, check_webhooks
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    targets = check_webhooks(webhooks, allow)
+    targets = check_webhooks(webhooks, allow, offline=offline)
     if targets and not (webhook_secret or "").strip():
         raise UsageError(
             "webhooks are signed: a secret is needed",
@@ -104,7 +111,7 @@ def watch_cmd(
     if strategy is not None:
         strategies.get(strategy)
     Budgets(max_depth=max_depth, max_nodes=max_nodes, max_tokens=max_tokens)  # bad values: exit 2 now
-    options = WatchOptions(provider, strategy, max_depth, max_nodes, max_tokens, checkpoints)
+    options = WatchOptions(provider, strategy, max_depth, max_nodes, max_tokens, checkpoints, offline)
     current: dict[str, Any] = {}
 
     def on_task(task: TaskNote) -> None:

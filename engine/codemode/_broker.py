@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NoteNotFoundError, PathOutsideVaultError, ShadError, UsageError
-from ..vault import Note, Vault, VaultSet
+from ..vault import Note, Vault, VaultSet, is_local
 from ._checks import CallRefused, check_path, hidden_target, int_arg, link_text, str_arg, str_list, where_arg
 from ._net import NetPolicy, NetRefused, fetch
 from ._roots import MAX_LISTING, FsRoot, choose_root, list_root_files, read_root_file
@@ -24,6 +24,7 @@ from ._roots import MAX_LISTING, FsRoot, choose_root, list_root_files, read_root
 __all__ = ["PROFILES", "Broker", "BrokerRun", "Budgets", "CallRefused", "FsRoot"]
 
 PROFILES = ("strict", "local", "extended")
+EXTERNAL = frozenset({"http_get"})  # the calls that leave the machine (each attempt is audited)
 MAX_BODY_CHARS = 2_000_000
 
 
@@ -92,9 +93,13 @@ class BrokerRun:
     calls: Counter[str] = field(default_factory=Counter)
     bytes_out: int = 0
     refused: list[str] = field(default_factory=list)
+    external: list[dict[str, Any]] = field(default_factory=list)  # every call out of the machine, tried
 
     def stats(self) -> dict[str, Any]:
-        return {"calls": sum(self.calls.values()), "by_function": dict(self.calls), "bytes": self.bytes_out}
+        out = {"calls": sum(self.calls.values()), "by_function": dict(self.calls), "bytes": self.bytes_out}
+        if self.external:
+            out["external"] = list(self.external)
+        return out
 
     def handle(self, frame: Any, encode: Callable[[Any], bytes]) -> bytes:
         """One request frame in, one encoded reply frame out (never raises for a bad request)."""
@@ -142,6 +147,10 @@ class BrokerRun:
         profile_needed, method, params = handler
         order = PROFILES.index
         if order(self.broker.profile) < order(profile_needed):
+            if fn in EXTERNAL:  # refused by the profile: still an attempt to leave the machine
+                target = str(kwargs.get("url", ""))[:300]
+                reason = f"the {self.broker.profile} profile allows no network"
+                self.external.append({"kind": fn, "target": target, "allowed": False, "reason": reason})
             raise CallRefused(
                 "blocked", f"obsidian.{fn} needs the {profile_needed!r} sandbox profile", "ProfileRefused"
             )
@@ -180,7 +189,9 @@ class BrokerRun:
         rel = check_path(path)
         v = self._vault(vault)
         note = v.read_note(rel) if v is not None else self.broker.vaults.read_note(rel)
-        why = hidden_target(str(self._owner(note).root), note.path)
+        owner = self._owner(note)
+        # A vault read through a backend (an MCP server) has no folder here: its server guards its files.
+        why = hidden_target(str(owner.root), note.path) if is_local(owner) else None
         if why is not None:  # a symlink inside the vault to .obsidian/ (plugin tokens) or .trash/
             raise CallRefused(
                 "blocked",
@@ -223,7 +234,10 @@ class BrokerRun:
     def _shown(self, vault: str, rel: str) -> bool:
         """A hit may be shown unless it is a symlink to a hidden file (the index keeps symlinks that stay
         inside the vault, even into .obsidian/)."""
-        root = str(self.broker.vaults.get(vault or self.broker.vaults.ids[0]).root)
+        owner = self.broker.vaults.get(vault or self.broker.vaults.ids[0])
+        if not is_local(owner):
+            return True  # its server decides what it shows
+        root = str(owner.root)
         return not os.path.islink(os.path.join(root, rel)) or hidden_target(root, rel) is None
 
     def read_note(self, path: Any = None, vault: Any = None) -> Any:
@@ -293,16 +307,24 @@ class BrokerRun:
     def http_get(self, url: Any = None) -> Any:
         u = str_arg("url", url, 2000)
         assert u is not None
+        attempt: dict[str, Any] = {"kind": "http_get", "target": u[:300], "allowed": False}
+        self.external.append(attempt)  # the audit trail: allowed or not, the attempt is kept
         if self.broker.net is None:
-            raise CallRefused("blocked", "no --net-allow hosts were given to this sandbox", "NetRefused")
+            attempt["reason"] = "no --net-allow hosts were given to this sandbox"
+            raise CallRefused("blocked", attempt["reason"], "NetRefused")
         if self.calls["http_get"] > self.broker.budgets.http_calls:
-            raise CallRefused(
-                "limited", f"more than {self.broker.budgets.http_calls} HTTP requests", "LimitExceeded"
-            )
+            attempt["reason"] = f"more than {self.broker.budgets.http_calls} HTTP requests"
+            raise CallRefused("limited", attempt["reason"], "LimitExceeded")
         try:
-            return fetch(u, self.broker.net)
+            page = fetch(u, self.broker.net)
         except NetRefused as exc:
+            attempt["reason"] = str(exc)
             raise CallRefused(exc.kind, str(exc), "NetRefused") from None
+        except Exception as exc:  # allowed, but the request failed (DNS, TLS, a reset)
+            attempt.update(allowed=True, reason=f"failed: {type(exc).__name__}: {exc}"[:300])
+            raise
+        attempt.update(allowed=True, status=page.get("status"))
+        return page
 
 
 _P = ("path", "vault")

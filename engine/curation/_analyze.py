@@ -321,7 +321,9 @@ def _suggest(topic: Topic, m: _Measure, gap: float, vault: str) -> list[str]:
     near = m.closest[0] if m.closest else None
     near_text = f"{_link(near['path'])} ({near['support']:.0%} of the key words)" if near else ""
     out: list[str] = []
-    if m.coverage >= 0.5:
+    # A note holding less than half the key words is not the place to add them (coverage is the miss:
+    # 0.25 is a note with half of them, at SUPPORTED = 2/3); a new note is.
+    if m.coverage > 0.25:
         out.append(
             f"a note on {about} (e.g. “{title}”): no note covers it"
             + (f"; closest: {near_text}" if near else "")

@@ -235,7 +235,26 @@ def _nodes(
             failed.problem = _message(f)
     if not nodes and goal:  # a run killed before it planned anything still asked its goal
         nodes["root"] = _record(run_id, "root", goal, "goal")
+    _uncovered(nodes, summary)
     return list(nodes.values())
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().strip(" ?.!").split())
+
+
+def _uncovered(nodes: dict[str, NodeRecord], summary: dict[str, Any]) -> None:
+    """The asks the run itself said the vault does not answer (``uncovered``): the nodes that asked them
+    found nothing, and so did the root when the whole goal went unanswered."""
+    asks = {_plain(str(a)) for a in summary.get("uncovered") or [] if str(a).strip()}
+    if not asks:
+        return
+    for node in nodes.values():
+        if _plain(node.ask) in asks or _plain(node.task) in asks:
+            node.nothing_found = True
+    root = nodes.get("root")
+    if root is not None and summary.get("answered") is False:
+        root.nothing_found = True
 
 
 def _message(error: Any) -> str:

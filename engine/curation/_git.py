@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from ..config import refuse_offline
 from ..errors import ShadError, UsageError
 
 __all__ = ["GitError", "SourceSpec", "clone", "git", "head_revision", "remote_revision", "resolve_source"]
@@ -132,7 +133,9 @@ def _local(path: Path, given: str) -> SourceSpec:
 
 def clone(url: str, dest: Path, *, revision: str | None = None) -> str:
     """Clone ``url`` into ``dest`` (shallow unless a ``revision`` must be checked out) and return the
-    checked-out commit."""
+    checked-out commit. Offline mode (``SHAD_OFFLINE``) refuses a repository on another machine."""
+    if ("://" in url and not url.startswith("file://")) or re.match(r"^[\w.-]+@[\w.-]+:", url):
+        refuse_offline(f"cloning {url}")
     if revision is None:
         git("clone", "--quiet", "--depth", "1", "--", url, str(dest))
     else:

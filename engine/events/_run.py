@@ -14,6 +14,7 @@ __all__ = [
     "CitationsUnresolved",
     "ConflictsFound",
     "DecompositionDecided",
+    "ExternalCall",
     "LlmCall",
     "NodeCacheMiss",
     "NodeCreated",
@@ -24,6 +25,7 @@ __all__ = [
     "NodeRetrieved",
     "NodeReverified",
     "NodeStarted",
+    "NoteWritten",
     "PlanCacheLookup",
     "PlanValidated",
     "RetrievalMode",
@@ -31,6 +33,7 @@ __all__ = [
     "RunFinished",
     "RunResumed",
     "RunStarted",
+    "SkillsRouted",
     "StoreUnavailable",
     "StrategyChosen",
 ]
@@ -103,6 +106,41 @@ class StrategyChosen(Event):
 
 
 @dataclass(frozen=True)
+class ExternalCall(Event):
+    """A call out of the machine that a run's script tried (``http_get``), allowed or refused: the
+    audit trail (model calls are ``LLM_CALL`` events)."""
+
+    KIND = EventKind.EXTERNAL_CALL
+    node: str
+    kind: str
+    target: str
+    allowed: bool
+    reason: str | None = field(default=None, metadata=OPTIONAL)
+
+
+@dataclass(frozen=True)
+class NoteWritten(Event):
+    """A run wrote a note into a vault (the audit trail of every write): ``action`` created | updated."""
+
+    KIND = EventKind.NOTE_WRITTEN
+    vault: str
+    path: str
+    action: str
+    why: str
+
+
+@dataclass(frozen=True)
+class SkillsRouted(Event):
+    """The skills a node uses (``primary`` and ``support``) and those a loop guard stopped."""
+
+    KIND = EventKind.SKILLS_ROUTED
+    node: str
+    primary: str | None
+    support: list[str]
+    guarded: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
 class DecompositionDecided(Event):
     KIND = EventKind.DECOMPOSITION_DECIDED
     decompose: bool
@@ -150,6 +188,7 @@ class LlmCall(Event):
     tokens: int
     retries: int
     latency_ms: float
+    cost_usd: float | None = None  # None: no price is known for the model (free providers cost 0)
 
 
 # --- nodes ------------------------------------------------------------------------------------------

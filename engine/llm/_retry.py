@@ -18,6 +18,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ._base import LLMResponse, ProviderError
 from ._secrets import Redactor
@@ -83,6 +84,18 @@ class AttemptFailed(Exception):
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.hint = hint
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its fields (an error that crosses a process, or rides along a ProviderError).
+        fields = {
+            k: getattr(self, k)
+            for k in ("retryable", "retry_after", "status", "input_tokens", "output_tokens", "hint")
+        }
+        return (_attempt_failed, (self.kind, self.message, fields))
+
+
+def _attempt_failed(kind: str, message: str, fields: dict[str, Any]) -> AttemptFailed:
+    return AttemptFailed(kind, message, **fields)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@
 ``McpVault`` speaks to the server with the official SDK's client (a subprocess over stdio, or a
 streamable-HTTP URL) from a private event-loop thread, and offers the read side of ``engine.vault.Vault``
 synchronously: ``list_notes``, ``read_note`` (a ``Note``), ``search`` (``Hit`` objects),
-``backlinks``, ``get_frontmatter``, ``content_hashes``, ``status``. The server must offer Shad's own tools
-(``shad_list_notes``, ``shad_read_note``, ``shad_search``: ``shad mcp serve`` is such a server).
-``open_mcp_vault("mcp:COMMAND")`` / ``open_mcp_vault("mcp:http://...")`` is the factory a
-``--backend mcp:...`` option would call."""
+``backlinks``, ``neighbors``, ``get_frontmatter``, ``content_hashes``, ``status``. The server must offer
+Shad's own tools (``shad_list_notes``, ``shad_read_note``, ``shad_search``: ``shad mcp serve`` is such a
+server). ``open_mcp_vault("mcp:COMMAND")`` / ``open_mcp_vault("mcp:http://...")`` is the ``mcp:`` vault
+backend (the ``shad.vault_backends`` entry point): ``shad run --backend mcp:...``, ``--vault mcp:...``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import fields
 from typing import Any
+from urllib.parse import urlsplit
 
+from ..config import HISTORY_FOLDER, refuse_offline
 from ..errors import NoteNotFoundError, ShadError, UsageError
 from ..vault import Diagnostic, Heading, Hit, Link, Note
 
@@ -85,6 +87,7 @@ class McpVault:
     ``close()`` it."""
 
     read_only = True
+    root = None  # no folder to look into: everything goes through the server
 
     def __init__(
         self,
@@ -95,6 +98,7 @@ class McpVault:
         remote_vault: str | None = None,
         env: dict[str, str] | None = None,
         timeout: float = 60.0,
+        include_history: bool = False,
     ) -> None:
         if (command is None) == (url is None):
             raise UsageError(
@@ -110,6 +114,10 @@ class McpVault:
         self.id = id or "mcp"
         self.remote_vault = remote_vault
         self.timeout = timeout
+        # Run histories inside the served vault are not sources unless asked for (as for a folder).
+        self.hidden: tuple[str, ...] = () if include_history else (HISTORY_FOLDER,)
+        self.params: dict[str, set[str]] = {}  # each tool's argument names, as the server declares them
+        self._resolved: dict[tuple[str, str | None], str | None] = {}  # link targets, once per vault object
         self._env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | (env or {})
         self._session: Any = None
         self._errlog: Any = None  # the stdio server's stderr (a temporary file)
@@ -149,6 +157,11 @@ class McpVault:
     def _where(self) -> str:
         return self.url or shlex.join(self.argv)
 
+    @property
+    def location(self) -> str:
+        """The vault's stable name (keys its cache entries and its run histories' records)."""
+        return f"mcp:{self._where()}"
+
     # --- the connection (in its own thread and loop) ----------------------------------------------------
 
     def _thread_main(self) -> None:
@@ -157,6 +170,10 @@ class McpVault:
         except BaseException as exc:  # reported to the caller, never lost
             if not self._ready.is_set():
                 self._error = exc
+                if isinstance(exc, ImportError) and exc.name and exc.name.split(".")[0] == "mcp":
+                    self._error = McpBackendError(
+                        "reading a vault through MCP needs the mcp package", hint="pip install 'shad[mcp]'"
+                    )
         finally:
             self._ready.set()
 
@@ -183,7 +200,9 @@ class McpVault:
             session = await stack.enter_async_context(ClientSession(read, write))
             init = await session.initialize()
             self.server_name = getattr(getattr(init, "server_info", None), "name", "") or ""
-            self.tools = [t.name for t in (await session.list_tools()).tools]
+            listed = (await session.list_tools()).tools
+            self.tools = [t.name for t in listed]
+            self.params = {t.name: set((t.input_schema or {}).get("properties") or ()) for t in listed}
             missing = [t for t in REQUIRED_TOOLS if t not in self.tools]
             if missing:
                 raise McpBackendError(
@@ -250,6 +269,27 @@ class McpVault:
         note.vault = self.id
         return note
 
+    def resolve_link(self, target: str, source: str | None = None) -> str | None:
+        """The path a wikilink target leads to: the server resolves it (``shad_resolve_link``); a server
+        without that tool gets an exact path, then a unique note name, matched against its listing."""
+        key = (target, source)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(target, source)
+        return self._resolved[key]
+
+    def _resolve(self, target: str, source: str | None) -> str | None:
+        if "shad_resolve_link" in self.tools:
+            found = self._call("shad_resolve_link", {"target": target, "source": source}).get("path")
+            return str(found) if found else None
+        wanted = target.split("#", 1)[0].split("|", 1)[0].strip().strip("/")
+        wanted = wanted if wanted.lower().endswith(".md") else f"{wanted}.md"
+        paths = self.list_notes()
+        if wanted in paths:
+            return wanted
+        name = wanted.rsplit("/", 1)[-1].casefold()
+        by_name = [p for p in paths if p.rsplit("/", 1)[-1].casefold() == name]
+        return by_name[0] if len(by_name) == 1 else None
+
     def backlinks(self, path: str) -> list[str]:
         """The notes linking to ``path`` (resolved by the server)."""
         return [str(p) for p in self._call("shad_read_note", {"path": path}).get("backlinks", [])]
@@ -270,6 +310,23 @@ class McpVault:
                 continue
         return out
 
+    def neighbors(self, path: str, depth: int = 1) -> list[str]:
+        """Notes within ``depth`` links of ``path``, either direction (as ``Vault.neighbors``), walked
+        one server read per note."""
+        start = self.read_note(path).path
+        seen, frontier = {start}, [start]
+        for _ in range(max(0, depth)):
+            step: list[str] = []
+            for current in frontier:
+                data = self._call("shad_read_note", {"path": current})
+                linked = [str(lk.get("resolved")) for lk in data.get("links", []) if lk.get("resolved")]
+                for other in [*linked, *map(str, data.get("backlinks", []))]:
+                    if other not in seen and other.lower().endswith(".md"):  # notes, not attachments
+                        seen.add(other)
+                        step.append(other)
+            frontier = step
+        return sorted(seen - {start})
+
     def search(
         self,
         query: str,
@@ -278,23 +335,42 @@ class McpVault:
         type: str | None = None,
         tags: str | list[str] | None = None,
         where: dict[str, Any] | None = None,
+        *,
+        exclude: Sequence[str] = (),
+        include_conflicts: bool = False,
         **filters: Any,
     ) -> list[Hit]:
-        unsupported = sorted(k for k, v in {"where": where, **filters}.items() if v)
+        """Ranked search by the server. ``exclude`` (folders) and ``where`` (frontmatter values) are
+        passed on when the server takes them; a server that does not gets ``exclude`` applied here."""
+        accepts = self.params.get("shad_search", set())
+        unsupported = sorted(k for k, v in filters.items() if v) + (
+            ["where"] if where and "where" not in accepts else []
+        )
         if unsupported:
             raise UsageError(
-                f"an MCP vault cannot filter search by {', '.join(unsupported)}",
+                f"this MCP vault cannot filter search by {', '.join(unsupported)}",
                 hint="filter by path, type or tag",
             )
+        hidden = tuple(dict.fromkeys([*exclude, *self.hidden]))
         tag_list = [tags] if isinstance(tags, str) else list(tags or ()) or None
-        rows = self._call(
-            "shad_search", {"query": query, "limit": limit, "path": path, "type": type, "tag": tag_list}
-        )
+        arguments: dict[str, Any] = {"query": query, "limit": limit, "path": path, "type": type}
+        arguments["tag"] = tag_list
+        if where:
+            arguments["where"] = where
+        remote_exclude = "exclude" in accepts
+        if hidden and remote_exclude:
+            arguments["exclude"] = list(hidden)
+        elif hidden:
+            arguments["limit"] = min(1000, limit * 3 + 10)  # room for the hits left out below
+        rows = self._call("shad_search", arguments)
         hit_fields = {f.name for f in fields(Hit)}
         hits = [Hit(**{k: v for k, v in row.items() if k in hit_fields}) for row in rows]
+        if hidden and not remote_exclude:
+            prefixes = tuple(h.strip("/") + "/" for h in hidden)
+            hits = [h for h in hits if not h.path.startswith(prefixes)]
         for hit in hits:
             hit.vault = self.id
-        return hits
+        return hits[:limit]
 
     def status(self) -> dict[str, Any]:
         return {
@@ -306,7 +382,7 @@ class McpVault:
         }
 
 
-def open_mcp_vault(spec: str, **kwargs: Any) -> McpVault:
+def open_mcp_vault(spec: str, **kwargs: Any) -> McpVault:  # the ``mcp:`` vault backend
     """The vault a ``--backend`` value names: ``mcp:COMMAND ARGS...`` (a server started over stdio) or
     ``mcp:http://HOST:PORT/mcp`` (streamable HTTP)."""
     scheme, sep, rest = spec.partition(":")
@@ -317,5 +393,8 @@ def open_mcp_vault(spec: str, **kwargs: Any) -> McpVault:
         )
     rest = rest.strip()
     if rest.startswith(("http://", "https://")):
+        host = (urlsplit(rest).hostname or "").lower()
+        if not (host in ("localhost", "::1") or host.startswith("127.")):
+            refuse_offline(f"the MCP server at {host}")  # only when SHAD_OFFLINE is on
         return McpVault(url=rest, **kwargs)
     return McpVault(rest, **kwargs)

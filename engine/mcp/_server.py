@@ -60,10 +60,23 @@ def build_server(vaults: Sequence[str | os.PathLike[str]], *, name: str = "shad"
         type: Annotated[str | None, Field(description="Only notes whose frontmatter `type` is this.")] = None,
         tag: Annotated[list[str] | None, Field(description="Only notes with all these tags.")] = None,
         vault: Annotated[str | None, Field(description="One served vault (id or path); default all.")] = None,
+        where: Annotated[
+            dict[str, Any] | None, Field(description="Only notes whose frontmatter has these values.")
+        ] = None,
+        exclude: Annotated[
+            list[str] | None, Field(description="Leave out notes under these folders.")
+        ] = None,
     ) -> list[dict[str, Any]]:
         try:
             return service.search(
-                query, limit=limit, path=path, type=type, tag=tag, vaults=[vault] if vault else None
+                query,
+                limit=limit,
+                path=path,
+                type=type,
+                tag=tag,
+                vaults=[vault] if vault else None,
+                where=where,
+                exclude=exclude,
             )
         except Exception as exc:
             raise _tool_error(exc) from None
@@ -80,6 +93,21 @@ def build_server(vaults: Sequence[str | os.PathLike[str]], *, name: str = "shad"
     ) -> dict[str, Any]:
         try:
             return service.read_note(path, vault)
+        except Exception as exc:
+            raise _tool_error(exc) from None
+
+    @server.tool(
+        name="shad_resolve_link",
+        description="Where a wikilink target leads, by Obsidian's rules (exact path, then a unique name or "
+        "alias): the note's vault and path, or null path when no note matches.",
+    )
+    def shad_resolve_link(
+        target: Annotated[str, Field(description="A link target, no brackets, e.g. Roasting/First crack")],
+        source: Annotated[str | None, Field(description="The linking note's path (breaks ties).")] = None,
+        vault: Annotated[str | None, Field(description="One served vault (id or path); default all.")] = None,
+    ) -> dict[str, str | None]:
+        try:
+            return service.resolve_link(target, source, vault)
         except Exception as exc:
             raise _tool_error(exc) from None
 

@@ -106,8 +106,11 @@ class ShadService:
         type: str | None = None,
         tag: Sequence[str] | None = None,
         vaults: Sequence[str] | None = None,
+        where: dict[str, Any] | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Hits as ``shad vault search --json`` prints them."""
+        """Hits as ``shad vault search --json`` prints them; ``where`` filters by frontmatter fields,
+        ``exclude`` leaves out folders."""
         if not query.strip():
             raise UsageError("the query is empty", hint="pass a few words to search for")
         if not 1 <= limit <= 1000:
@@ -116,7 +119,14 @@ class ShadService:
         with self._lock:
             self.refresh()
             hits = self.vaults.search(
-                query, limit=limit, path=path, type=type, tags=list(tag or ()) or None, vaults=chosen
+                query,
+                limit=limit,
+                path=path,
+                type=type,
+                tags=list(tag or ()) or None,
+                where=where or None,
+                vaults=chosen,
+                exclude=tuple(exclude or ()),
             )
             return [h.to_dict() for h in hits]
 
@@ -130,6 +140,22 @@ class ShadService:
             note = self.vaults.read_note(path, vault=chosen[0] if chosen else None)
             owner = self.vaults.get(note.vault or self.vaults.ids[0])
             return {**note.to_dict(), "backlinks": owner.backlinks(note.path)}
+
+    def resolve_link(
+        self, target: str, source: str | None = None, vault: str | None = None
+    ) -> dict[str, str | None]:
+        """``{"vault", "path"}`` of the note a wikilink target names (the first vault by priority that
+        has one), or ``{"vault": None, "path": None}``."""
+        if not target.strip() or len(target) > 1000:
+            raise UsageError("the link target is empty or too long", hint="e.g. Roasting/First crack")
+        chosen = self.vault_ids([vault] if vault else None)
+        with self._lock:
+            self.refresh()
+            for v in [self.vaults.get(c) for c in chosen] if chosen else self.vaults.vaults:
+                found = v.resolve_link(target, source)
+                if found:
+                    return {"vault": v.id, "path": found}
+        return {"vault": None, "path": None}
 
     def list_notes(self, folder: str | None = None, vault: str | None = None) -> list[dict[str, str]]:
         if folder:

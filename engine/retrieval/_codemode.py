@@ -29,7 +29,7 @@ from ._direct import (
     retrieval_score,
 )
 
-__all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy"]
+__all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy", "api_description"]
 
 API_DESCRIPTION = """\
 obsidian.search(query: str, limit: int = 10, path: str | None = None, type: str | None = None,
@@ -54,7 +54,32 @@ Example:
                   "confidence": 0.8, "why": "the note on first crack"}
 """
 
+
+def api_description(sandbox: Sandbox) -> str:
+    """The API a script may use in ``sandbox``: the vault's, plus what its profile adds (read-only folders,
+    HTTP GET to allowed hosts)."""
+    broker = getattr(sandbox, "broker", None)
+    if broker is None:  # no sandbox to ask (a retriever only used to validate results)
+        return API_DESCRIPTION
+    extra = []
+    if broker.roots:
+        ids = ", ".join(r.id for r in broker.roots)
+        extra.append(
+            "obsidian.read_file(path, root=None) -> str     obsidian.list_files(folder=None, root=None) -> "
+            f"list[str]\nobsidian.roots() -> list[str]   (read-only folders: {ids}; what they say can guide "
+            "which notes to read, but only vault notes can be cited)"
+        )
+    if broker.net is not None:
+        hosts = ", ".join(broker.net.allow)
+        extra.append(
+            "obsidian.http_get(url) -> dict {url, status, headers, text, truncated}   "
+            f"(https GET to {hosts} only; pages cannot be cited)"
+        )
+    return API_DESCRIPTION + "".join(f"{line}\n" for line in extra)
+
+
 Ask = Callable[[str, LLMRequest], Awaitable[LLMResponse]]
+Audit = Callable[[str, dict[str, Any]], None]  # (node id, {"kind", "target", "allowed", "reason"?})
 Record = Callable[[str, Any], None]
 MAX_ITEMS = 12
 MAX_ITEM_CHARS = 4000
@@ -90,15 +115,24 @@ class RecoveryPolicy:
 
 class CodeModeRetriever:
     def __init__(
-        self, vaults: VaultSet, sandbox: Sandbox, ask: Ask, record: Record, *, include_history: bool = False
+        self,
+        vaults: VaultSet,
+        sandbox: Sandbox,
+        ask: Ask,
+        record: Record,
+        *,
+        include_history: bool = False,
+        audit: Audit | None = None,
     ) -> None:
         self.vaults = vaults
         self.sandbox = sandbox
         self.ask = ask
         self.record = record
+        self.audit = audit  # told of every call a script tried to make out of the machine
         self.fallback = DirectSearchRetriever(vaults, include_history=include_history)
         self.include_history = include_history
         self.policy = RecoveryPolicy()
+        self.api = api_description(sandbox)
 
     async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
         hints: list[str] = []
@@ -159,8 +193,8 @@ class CodeModeRetriever:
             Tier.LEAF,
             f"Write a Python retrieval script for this subtask.\nGoal: {goal}\nSubtask: {task}\n"
             + (f"Hints: {' '.join(hints)}\n" if hints else "")
-            + f"\nThe obsidian API:\n{API_DESCRIPTION}\nReply with the script only.",
-            inputs={"task": task, "goal": goal, "api": API_DESCRIPTION, "hints": queries},
+            + f"\nThe obsidian API:\n{self.api}\nReply with the script only.",
+            inputs={"task": task, "goal": goal, "api": self.api, "hints": queries},
             max_tokens=1200,
             node_id=node_id,
         )
@@ -185,8 +219,10 @@ class CodeModeRetriever:
                 },
                 "stats": getattr(exc, "stats", {}),
             }
+            self._audit(node_id, info["stats"])
             self.record(f"{name}.json", info)
             return None, f"failed ({exc.kind}: {exc.message})"
+        self._audit(node_id, outcome.stats)
         result, dropped = self._validate(outcome.result, task)
         self.record(
             f"{name}.json",
@@ -199,6 +235,11 @@ class CodeModeRetriever:
             },
         )
         return result, None
+
+    def _audit(self, node_id: str, stats: dict[str, Any]) -> None:
+        if self.audit is not None:
+            for attempt in (stats.get("broker") or {}).get("external", []):
+                self.audit(node_id, attempt)
 
     def _validate(self, raw: Any, task: str) -> tuple[RetrievalResult, list[dict[str, Any]]]:
         """Keep only context items that name a real note and quote it; the engine scores the rest."""

@@ -39,6 +39,11 @@ class CacheSteps:
             "version": __version__,
             **extra,
         }
+        skills = ctx.skills.fingerprint(node)  # a changed skill's guidance is a different answer
+        if skills:
+            context["skills"] = skills
+        if config.fs_read or config.net_allow:  # what scripts could read beyond the vault
+            context["reach"] = [config.profile, *config.fs_read, *config.net_allow]
         return ctx.cache.key(
             strategy=ctx.run.strategy or "any", purpose=purpose, stage=node.stage, tier=tier, task=node.task,
             context=context,

@@ -22,8 +22,10 @@ from ..llm import Provider, Recorder, default_provider_name
 from ..llm import get as get_provider
 from ..store import Store, open_store
 from ..store.history import History, find_run, new_run_id
-from ..vault import VaultSet
+from ..vault import VaultSet, is_local
 from ._run import Run, RunStatus
+from ._skills_step import SkillRouting
+from ._voice_step import check_voice
 from .budget import Envelope, Ledger
 from .cache import NodeCache
 from .checkpoints import Decider
@@ -78,6 +80,15 @@ class RunContext:
     llm: AdaptiveLimiter = field(default_factory=lambda: AdaptiveLimiter(2))
     local: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
     state: RunState = field(default_factory=RunState)
+    skills: SkillRouting = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.skills = SkillRouting(self)
+
+    def system_prompt(self, node: Node) -> str:
+        """The system prompt of a model call about ``node``: Shad's own, plus its skills' guidance."""
+        return self.skills.system(node)
+
     started: float = field(default_factory=time.monotonic)
     _dag_saved: float = -DAG_SAVE_INTERVAL
 
@@ -123,6 +134,7 @@ class RunContext:
 
     async def close(self) -> None:
         await self.provider.aclose()
+        await asyncio.to_thread(self.vaults.close)  # a backend's server process ends with the run
         if self.owns_store:
             self.store.close()
 
@@ -146,16 +158,23 @@ async def open_context(
     if store is None:
         url = config.store_url or os.environ.get("SHAD_STORE") or None
         store = await asyncio.to_thread(open_store, url)
+    # The vaults before the run folder: a backend that cannot be reached must fail before one exists.
+    vaults = await asyncio.to_thread(VaultSet, list(config.vaults), include_history=config.include_history)
+    try:
+        check_voice(config.voice, chosen.name, vaults.vaults)  # an unknown voice, or no model to render it
+    except BaseException:
+        vaults.close()
+        raise
     if resume is None:
         run_id = run_id or new_run_id()
-        history = History.create(run_id, config.vaults[0], config.history_dir)
+        first = vaults.vaults[0]
+        history = History.create(run_id, str(first.root) if is_local(first) else None, config.history_dir)
     else:
         history, run_id = resume.history, resume.id
     recorder = Recorder(chosen)
     run = Run(run_id, config, history, provider_name=recorder.name)
     run.status = RunStatus.RUNNING
     history.write_json("run.manifest.json", run.manifest())
-    vaults = VaultSet(list(config.vaults), include_history=config.include_history)
     cache = NodeCache(
         store,
         vaults,
@@ -189,7 +208,8 @@ async def open_context(
 
 
 def _make_provider(config: RunConfig) -> Provider:
-    name = config.provider or default_provider_name()
+    # Offline mode: the offline provider whatever keys are set (RunConfig refused any other by name).
+    name = config.provider or ("offline" if config.offline else default_provider_name())
     if name == "replay" and config.replay_from:
         return get_provider(name, path=str(find_run(config.replay_from).dir))
     return get_provider(name)

@@ -14,6 +14,8 @@ import asyncio
 
 from ..curation import propose_learning, propose_types
 from ..errors import ShadError
+from ..events import NoteWritten
+from ..vault import is_local, location
 from ._context import RunContext, failure
 
 __all__ = ["garden", "learn"]
@@ -28,8 +30,11 @@ async def garden(ctx: RunContext) -> None:
             read.setdefault(str(root), {}).setdefault(str(path), str(digest))
     lines = ["## Gardener", ""]
     for vault in ctx.vaults.vaults:
-        notes = read.get(str(vault.root), {})
+        notes = read.get(location(vault), {})
         if not notes:
+            continue
+        if not is_local(vault):
+            lines.append(f"- skipped {vault.id}: it is read through {location(vault)} and cannot be written")
             continue
         try:
             proposals = await asyncio.to_thread(propose_types, vault, notes.items(), ctx.run_id)
@@ -82,6 +87,7 @@ async def learn(ctx: RunContext) -> None:
         ctx.run.failures.append(failure("root", "learn", exc))
         return
     ctx.state.learning = path
+    ctx.emit(NoteWritten(vault=ctx.vaults.vaults[0].id, path=path, action="created", why="--learn proposal"))
     ctx.state.learn_report = [
         "## Learning",
         "",

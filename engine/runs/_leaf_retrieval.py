@@ -12,7 +12,7 @@ from typing import Any
 from ..codemode import Sandbox
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..errors import ShadError
-from ..events import CheckpointDecided, CheckpointOpened, RetrievalMode
+from ..events import CheckpointDecided, CheckpointOpened, ExternalCall, RetrievalMode
 from ..llm import LLMRequest, LLMResponse
 from ..retrieval import (
     CodeModeRetriever,
@@ -73,13 +73,36 @@ class LeafRetrieval:
             return
         try:
             exclude = UNCITED_FOLDERS + (() if ctx.config.include_history else (HISTORY_FOLDER,))
-            self.sandbox = Sandbox(ctx.vaults, profile=ctx.config.profile, exclude=exclude)
+            config = ctx.config
+            self.sandbox = Sandbox(
+                ctx.vaults,
+                profile=config.profile,
+                fs_read=config.fs_read,
+                net_allow=() if config.offline else config.net_allow,
+                exclude=exclude,
+            )
         except ShadError as exc:
             ctx.emit(RetrievalMode(mode="direct", reason=f"sandbox unavailable: {exc.message}"))
             return
         ctx.emit(RetrievalMode(mode="codemode", isolation=self.sandbox.isolation))
         self.retriever = CodeModeRetriever(
-            ctx.vaults, self.sandbox, self._ask, ctx.record, include_history=ctx.config.include_history
+            ctx.vaults,
+            self.sandbox,
+            self._ask,
+            ctx.record,
+            include_history=ctx.config.include_history,
+            audit=self._audit,
+        )
+
+    def _audit(self, node_id: str, attempt: dict[str, Any]) -> None:
+        self.ctx.emit(
+            ExternalCall(
+                node=node_id,
+                kind=str(attempt.get("kind", "")),
+                target=str(attempt.get("target", "")),
+                allowed=bool(attempt.get("allowed")),
+                reason=attempt.get("reason"),
+            )
         )
 
     def close(self) -> None:

@@ -72,7 +72,7 @@ class ModelCalls:
         else:
             await ctx.llm.succeeded()
         ctx.ledger.charge(ctx.run_id, response.total_tokens)
-        self._charge_usd(response)
+        cost = self._charge_usd(response)
         node.tokens += response.total_tokens
         node.llm_calls += 1 + response.retries
         ctx.run.llm_calls += 1 + response.retries
@@ -85,14 +85,16 @@ class ModelCalls:
                 tokens=response.total_tokens,
                 retries=response.retries,
                 latency_ms=round(response.latency_ms, 1),
+                cost_usd=None if cost is None else round(cost, 6),
             )
         )
         return response
 
-    def _charge_usd(self, response: LLMResponse) -> None:
-        """Add the call's cost; with ``max_usd`` set, stop further work once it is reached."""
+    def _charge_usd(self, response: LLMResponse) -> float | None:
+        """Add the call's cost and return it (None: no price known); with ``max_usd`` set, stop further
+        work once it is reached."""
         if response.provider in FREE_PROVIDERS:
-            return
+            return 0.0
         config, state = self.ctx.config, self.ctx.state
         price = config.prices.get(response.model)
         if price is None:
@@ -102,13 +104,15 @@ class ModelCalls:
                     f"max_usd is set but no price is known for model {response.model!r} "
                     f"(pass --price {response.model}=INPUT:OUTPUT, USD per million tokens)"
                 )
-            return
+            return None
         tokens_in = response.input_tokens + response.retry_input_tokens
         tokens_out = response.output_tokens + response.retry_output_tokens
-        state.cost_usd += (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+        cost = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+        state.cost_usd += cost
         limit = config.budgets.max_usd
         if limit is not None and state.cost_usd >= limit and not state.stop_reason:
             self.stop(f"cost limit reached (${state.cost_usd:.4f} of ${limit:g})")
+        return cost
 
     def check_clock(self, raise_: bool = False) -> None:
         """Stop new work once the wall time is used up; with ``raise_``, refuse the work at hand too."""

@@ -6,6 +6,9 @@ cites changed, its answer still stands (re-verified); otherwise it runs again, b
 Every node that did not finish runs again, and so does every parent above a node that runs again (its
 synthesis is then usually a cache hit, since the children's answers are part of its key).
 
+Subtasks the limits cut from a plan (``Node.cut``) stay out until the resume's limits make room for them
+(``restore_cut``); ``cover_cut`` says which limits would.
+
 ``--replay`` forces work: ``NODE_ID`` runs that node again, ``subtree:NODE_ID`` the node and everything
 below it, ``stale`` every stale node (no re-verification).
 """
@@ -15,15 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import Budgets
 from ..errors import UsageError
 from ..events import NodeReverified, RunResumed
+from ..vault import location
 from ._context import RunContext
 from ._run import Run
 from .budget import Envelope
 from .cache import NodeCache
 from .dag import Dag, NodeStatus
 
-__all__ = ["ResumePlan", "adopt", "parse_replay", "plan_resume", "replayed"]
+__all__ = ["ResumePlan", "adopt", "cover_cut", "parse_replay", "plan_resume", "replayed", "restore_cut"]
 
 
 @dataclass
@@ -79,8 +84,10 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
     """Decide, node by node, what a resume keeps and what it runs again; resets the latter in ``dag``."""
     kind, target = parse_replay(replay, dag)
     plan = ResumePlan()
-    roots = {v.id: str(v.root) for v in cache.vaults}
+    roots = {v.id: location(v) for v in cache.vaults}
     for node in dag:
+        if node.cut:  # still left out by the limits: not run, and nothing reads it
+            continue
         if not node.status.ok:
             plan.redo.add(node.id)
             continue
@@ -106,7 +113,7 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
     while grew:
         grew = False
         for node in dag:
-            if node.id in plan.redo:
+            if node.id in plan.redo or node.cut:
                 continue
             reads = set(node.hard_deps) | set(node.soft_deps) | {c.id for c in dag.children(node.id)}
             if reads & changed_ids:
@@ -123,12 +130,48 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
     return plan
 
 
+def restore_cut(dag: Dag, budgets: Budgets) -> list[str]:
+    """Give back to the run the cut subtasks its (new) limits make room for, in plan order: a node
+    within ``max_depth``, while the run has fewer than ``max_nodes`` nodes and its parent fewer than
+    ``max_branching`` subtasks. They stay PRUNED here, so ``plan_resume`` runs them (and the parents
+    above them) again. Returns their ids."""
+    planned, restored = dag.planned(), []
+    for node in dag:
+        parent = node.parent
+        if not node.cut or parent is None or parent not in dag or dag.node(parent).cut:
+            continue
+        if planned >= budgets.max_nodes or node.depth >= budgets.max_depth:
+            continue
+        if len(dag.children(parent)) >= budgets.max_branching:
+            continue
+        node.cut = ""
+        planned += 1
+        restored.append(node.id)
+    return restored
+
+
+def cover_cut(dag: Dag, budgets: Budgets) -> dict[str, int]:
+    """The limits a resume needs to run every cut subtask: ``{"max_nodes": N, ...}``, only those above
+    the current ones (empty when nothing is cut)."""
+    cut = [n for n in dag if n.cut]
+    if not cut:
+        return {}
+    parents = {n.parent for n in cut if n.parent is not None}
+    need = {
+        "max_nodes": len(dag),
+        "max_branching": max((len(dag.children(p, cut=True)) for p in parents), default=0),
+        "max_depth": max(n.depth for n in cut) + 1,
+    }
+    return {name: value for name, value in need.items() if value > getattr(budgets, name)}
+
+
 def adopt(ctx: RunContext, previous: Run) -> None:
     """Take over a stopped run's DAG: trust finished nodes whose notes are unchanged, re-verify or re-run
     the stale ones, run what did not finish (and the parents above it)."""
     dag = ctx.run.dag = previous.dag
     ctx.run.strategy = previous.strategy
     state = ctx.state
+    restore_cut(dag, ctx.config.budgets)
     state.previous_ok = {n.id for n in dag if n.status.ok}
     plan = plan_resume(dag, ctx.cache, ctx.replay)
     state.fresh, state.stale_nodes = set(plan.fresh), len(plan.stale)

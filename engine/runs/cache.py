@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store import Store
-from ..vault import VaultSet
+from ..vault import VaultSet, location
 
 __all__ = [
     "DAY",
@@ -106,8 +106,9 @@ class NodeCache:
         self.enabled = enabled
         self.refresh = refresh
         self.volatile = tuple(volatile_folders)
-        self._roots = {v.id: str(v.root) for v in vaults}
-        self._by_root = {str(v.root): v for v in vaults}
+        # A vault is keyed by its folder, or its spec when read through a backend (mcp:...).
+        self._roots = {v.id: location(v) for v in vaults}
+        self._by_root = {location(v): v for v in vaults}
         self.vault_ttls = {self._root_of(k): float(t) for k, t in (vault_ttls or {}).items()}
         self.hits = 0
         self.misses = 0

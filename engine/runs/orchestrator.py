@@ -4,9 +4,11 @@
 The orchestrator takes the run's context (``_context.RunContext``: config, run and history, provider,
 store, ledger, cache, vaults, event sink) and hands it to its collaborators: ``Planner`` (strategy and
 subtasks), ``ModelCalls`` (every model call, within the budgets), ``CacheSteps`` (never paying twice),
-``LeafRetrieval`` (the recovery ladder and human checkpoints), ``adopt`` (resume) and ``finish_run``
-(the report). Everything a run does is an event in ``events.jsonl``. A failing node fails alone: its
-parent synthesizes what its other children found, and the report lists the failure.
+``LeafRetrieval`` (the recovery ladder and human checkpoints), ``adopt`` (resume), ``finish_run``
+(the report) and ``apply_voice`` (``--voice``). Every model call's system prompt carries the guidance of
+the skills its node routes to (``ctx.system_prompt``, ``_skills_step``). Everything a run does is an
+event in ``events.jsonl``. A failing node fails alone: its parent synthesizes what its other children
+found, and the report lists the failure.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import time
 
 from ..errors import ShadError
 from ..events import (
-    ConflictsFound,
     NodeFinished,
     NodeNeedsHuman,
     NodeRetrieved,
@@ -28,7 +29,6 @@ from ..events import (
 from ..llm import LLMRequest, Tier
 from ..prompts import render
 from ..retrieval import RetrievalResult, Retriever
-from ..retrieval.synthesis import detect_conflicts, render_conflicts
 from ..store import StoreUnavailableError
 from ._cache_steps import CacheSteps
 from ._context import RunContext, failure
@@ -40,7 +40,8 @@ from ._report import finish_run
 from ._resume_plan import adopt, replayed
 from ._run import Run
 from ._software import SoftwareBuild
-from ._verify import verify_citations
+from ._verify import check_root, verify_citations
+from ._voice_step import apply_voice
 from .dag import Node, NodeStatus
 
 __all__ = ["Orchestrator"]
@@ -91,6 +92,7 @@ class Orchestrator:
                 run.failures.append(failure("run", "run", exc))
                 ctx.emit(RunError(error=type(exc).__name__, message=str(exc)))
             await asyncio.to_thread(finish_run, ctx, self.calls.tokens_spent())
+            await apply_voice(ctx, self.calls)  # --voice: the written report's wording, checked
         finally:
             self.retrieval.close()
             await ctx.close()
@@ -216,7 +218,7 @@ class Orchestrator:
                 context=context,
                 packets=f"\nFindings of related subtasks:\n{findings}\n" if findings else "",
             ),
-            system=render("system"),
+            system=ctx.system_prompt(node),
             node_id=node.id,
             max_tokens=900,
             inputs={"task": node.task, "goal": goal, "packets": packets, "context": context_dicts},
@@ -224,6 +226,8 @@ class Orchestrator:
         node.answer = (await self.calls.call(node, request)).text.strip()
         ctx.state.phase[node.id] = "verify"
         verify_citations(ctx, node)
+        if node.depth == 0:  # the report's answer: repeats, conflicts and support checked, then cached
+            await check_root(ctx, self.calls, node)
         return False
 
     async def _synthesize(self, node: Node) -> bool:
@@ -247,17 +251,15 @@ class Orchestrator:
             "synthesize",
             Tier(tier),
             render("synthesize", goal=goal, task=node.task, children=text),
-            system=render("system"),
+            system=ctx.system_prompt(node),
             inputs={"goal": goal, "task": node.task, "children": items},
             node_id=node.id,
             max_tokens=1800,
         )
         node.answer = (await self.calls.call(node, request, synthesis=True)).text.strip()
-        conflicts = detect_conflicts(items)
-        if conflicts:
-            node.answer += "\n\n" + render_conflicts(conflicts)
-            ctx.emit(ConflictsFound(node=node.id, count=len(conflicts)))
         verify_citations(ctx, node)
+        if node.depth == 0:  # the report's answer: repeats, conflicts and support checked, then cached
+            await check_root(ctx, self.calls, node)
         return False
 
 

@@ -9,10 +9,12 @@ environment variables that hold keys or tokens are scrubbed from everything writ
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
 import re
 import secrets
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,19 @@ from ..config import HISTORY_FOLDER, shad_home
 from ..errors import ShadError
 from ..fs import atomic_write
 
-__all__ = ["HISTORY_FOLDER", "History", "RunNotFoundError", "find_run", "list_runs", "new_run_id", "scrub"]
+__all__ = [
+    "HISTORY_FOLDER",
+    "History",
+    "RunNotFoundError",
+    "find_run",
+    "known_runs",
+    "list_runs",
+    "new_run_id",
+    "process_gone",
+    "run_status",
+    "scrub",
+    "this_process",
+]
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 _SECRET_SHAPES = re.compile(
@@ -46,6 +60,74 @@ def new_run_id() -> str:
             if run_id not in _ISSUED:
                 _ISSUED.add(run_id)
                 return run_id
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), or None where there is
+    no such file (the process is gone, or this system has no /proc)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[-1].split()  # the name may hold spaces and parentheses
+
+
+def this_process() -> dict[str, Any]:
+    """Who runs a run, as its manifest records it: pid, host and the process's start time (so a pid
+    reused by another process after a kill is not taken for the run's)."""
+    stat = _proc_stat(os.getpid())
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": stat[19] if stat and len(stat) > 19 else None,  # field 22: start time, in ticks
+    }
+
+
+def process_gone(info: Any) -> str | None:
+    """Why the process a manifest names no longer runs (None: it runs, or this host cannot tell: a
+    manifest without one, another host, a system without /proc or ``os.kill``)."""
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
+        return None
+    pid, host = info["pid"], info.get("host")
+    if host != socket.gethostname():
+        return None
+    gone = f"the process that ran it (pid {pid} on {host}) is gone"
+    stat = _proc_stat(pid)
+    if stat is not None:
+        if stat[0] in ("Z", "X"):  # killed, not yet reaped by its parent
+            return gone
+        started = info.get("started")
+        return gone if started is not None and len(stat) > 19 and stat[19] != started else None
+    if Path("/proc/self/stat").exists():  # this system has /proc, and no entry for the pid
+        return gone
+    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return gone
+    except OSError:  # it exists (another user's): alive
+        return None
+    return None
+
+
+def run_status(manifest: dict[str, Any], summary: dict[str, Any]) -> tuple[str, str | None]:
+    """A run's status and, when it was interrupted, why: the final summary's, unless the manifest says
+    a session started after it and has not finished. That session is RUNNING while its process runs,
+    INTERRUPTED once the process is gone (killed: it will never finish by itself)."""
+    status = str(summary.get("status") or manifest.get("status") or "UNKNOWN")
+    if manifest.get("status") != "RUNNING" or not isinstance(manifest.get("process"), dict):
+        return status, None  # finished, or written before runs recorded their process
+    gone = process_gone(manifest["process"])
+    return ("INTERRUPTED", gone) if gone else ("RUNNING", None)
+
+
+def _read_dict(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _secret_values() -> list[str]:
@@ -91,10 +173,13 @@ class History:
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def create(cls, run_id: str, first_vault: str, history_dir: str | None = None) -> History:
-        """Make the run's folder where the user asked, else in the vault, else under ``$SHAD_HOME``."""
+    def create(cls, run_id: str, first_vault: str | None, history_dir: str | None = None) -> History:
+        """Make the run's folder where the user asked, else in the vault (None: a vault read through a
+        backend, with no folder), else under ``$SHAD_HOME``."""
         candidates = [Path(history_dir).expanduser() / run_id] if history_dir else []
-        candidates += [Path(first_vault) / HISTORY_FOLDER / "Runs" / run_id, shad_home() / "history" / run_id]
+        if first_vault:
+            candidates.append(Path(first_vault) / HISTORY_FOLDER / "Runs" / run_id)
+        candidates.append(shad_home() / "history" / run_id)
         last_error: OSError | None = None
         for folder in candidates:
             if folder.exists():
@@ -137,8 +222,16 @@ class History:
         with self._lock:
             _append_line(self.dir / rel, line)
 
+    def read_text(self, rel: str) -> str:
+        """A file of the run, also once ``shad history gc`` compressed it (``rel`` + ``.gz``)."""
+        path = self.dir / rel
+        packed = path.with_name(path.name + ".gz")
+        if not path.exists() and packed.exists():
+            return gzip.decompress(packed.read_bytes()).decode("utf-8")
+        return path.read_text(encoding="utf-8")
+
     def read_json(self, rel: str) -> Any:
-        return json.loads((self.dir / rel).read_text(encoding="utf-8"))
+        return json.loads(self.read_text(rel))
 
     def read_lines(self, rel: str) -> list[dict[str, Any]]:
         path = self.dir / rel
@@ -176,6 +269,11 @@ def _known_runs() -> dict[str, Path]:
     return runs
 
 
+def known_runs() -> dict[str, Path]:
+    """Every run this ``$SHAD_HOME`` has started, by id, with its folder (which may be gone since)."""
+    return _known_runs()
+
+
 def find_run(run_id: str) -> History:
     """A run's history by id (or by the path of its folder)."""
     as_path = Path(run_id).expanduser()
@@ -196,14 +294,11 @@ def list_runs(limit: int = 20) -> list[dict[str, Any]]:
     order = sorted(range(len(known)), key=lambda i: (known[i][0].rsplit("-", 1)[0], i), reverse=True)
     out = []
     for run_id, folder in [known[i] for i in order[:limit]]:
-        info: dict[str, Any] = {"run_id": run_id, "dir": str(folder), "status": "UNKNOWN", "goal": ""}
-        for name in ("final.summary.json", "run.manifest.json"):
-            try:
-                data = json.loads((folder / name).read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            info["status"] = data.get("status", info["status"])
-            info["goal"] = data.get("goal") or data.get("config", {}).get("goal", "")
-            break
-        out.append(info)
+        summary, manifest = (
+            _read_dict(folder / "final.summary.json"),
+            _read_dict(folder / "run.manifest.json"),
+        )
+        status, _ = run_status(manifest, summary) if summary or manifest else ("UNKNOWN", None)
+        goal = summary.get("goal") or manifest.get("config", {}).get("goal", "")
+        out.append({"run_id": run_id, "dir": str(folder), "status": status, "goal": goal})
     return out

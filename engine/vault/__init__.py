@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._backends import backend_names, get_backend, is_local, location, open_vault, register_backend
 from ._graph import LinkGraph, Resolver
 from ._index import IndexStats, VaultIndex
 from ._layered import VaultSet
@@ -27,8 +28,14 @@ __all__ = [
     "VaultSet",
     "VaultWriter",
     "WriteRefusedError",
+    "backend_names",
+    "get_backend",
     "is_conflict_copy",
+    "is_local",
+    "location",
     "normalize_note_path",
+    "open_vault",
     "parse_note",
+    "register_backend",
     "render_note",
 ]

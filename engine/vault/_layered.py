@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..config import remote_scheme
 from ..errors import NoteNotFoundError, UsageError
+from ._backends import open_vault
 from ._model import Hit, Note
 from ._vault import Vault
 
@@ -34,9 +35,13 @@ class VaultSet:
         self.vaults: list[Vault] = []
         seen: set[str] = set()
         for v in vaults:
-            # A folder becomes a Vault; any other object with the Vault's read API (an MCP-backed vault,
-            # engine.mcp.McpVault) is used as it is.
-            vault = Vault(v, include_history=include_history) if isinstance(v, (str, os.PathLike)) else v
+            # A folder becomes a Vault, a ``SCHEME:...`` spec is opened by its backend (``mcp:`` reads
+            # through an MCP server); any other object with the Vault's read API is used as it is.
+            try:
+                vault = _open_one(v, include_history)
+            except BaseException:
+                self.close()  # the backends opened so far (an MCP server process each)
+                raise
             base, n = vault.id, 2
             while vault.id in seen:
                 vault.id = f"{base}-{n}"
@@ -101,12 +106,10 @@ class VaultSet:
         merged: list[Hit] = []
         for v, hits in zip(chosen, per_vault):
             bonus = self.priority_bonus * (last - self.vaults.index(v))
-            # BM25's IDF grows with the log of a vault's size, so a small vault's best match scores low
-            # next to a big vault's; dividing by that log puts the vaults on one scale before merging.
-            index = getattr(v, "index", None)  # a remote vault has no local index to scale by
-            scale = 1.0 if len(chosen) == 1 or index is None else 10.0 / math.log(2 + index.passage_count())
+            # Search scores are fused ranks (engine.vault._fusion), already on one scale in every vault
+            # whatever its size, so only the priority bonus tells the vaults apart.
             for hit in hits:
-                hit.score = round(hit.score * scale * (1 + bonus), 4)
+                hit.score = round(hit.score * (1 + bonus), 4)
                 merged.append(hit)
         merged.sort(key=lambda h: h.score, reverse=True)
         return merged[:limit]
@@ -138,3 +141,11 @@ class VaultSet:
     def close(self) -> None:
         for v in self.vaults:
             v.close()
+
+
+def _open_one(v: Vault | str | os.PathLike[str] | Any, include_history: bool) -> Any:
+    if isinstance(v, str) and remote_scheme(v) is not None:
+        return open_vault(v, include_history=include_history)
+    if isinstance(v, (str, os.PathLike)):
+        return Vault(v, include_history=include_history)
+    return v

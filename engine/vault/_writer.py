@@ -41,6 +41,8 @@ __all__ = ["ROLES", "NoteWrite", "StateCorruptionError", "VaultWriter", "WriteRe
 ROLES = ("root", "person", "subtask", "sandbox")
 _WRITERS = ("root", "person")
 SCRATCH_FOLDER = "Shad/Scratch"
+# Shad's own skills and voices: Shad never changes them itself (a change is proposed as a staging note).
+PERSON_ONLY_FOLDERS = ("Shad/Skills",)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _MAX_PATH = 1024
 _MAX_FRONTMATTER = 64_000
@@ -116,7 +118,7 @@ class VaultWriter:
     ) -> NoteWrite:
         """Create the note (or replace it, with ``overwrite``) with ``frontmatter`` and ``body``."""
         self._may_write()
-        rel = self.check_path(path)
+        rel = self._writable(path)
         text = self._content(frontmatter, body)
         current = self._read(rel)
         self._unchanged_since(rel, current, expected_hash)
@@ -127,7 +129,7 @@ class VaultWriter:
     def update_note(self, path: str, body: str, *, expected_hash: str | None = None) -> NoteWrite:
         """Replace an existing note's body, keeping its frontmatter."""
         self._may_write()
-        rel = self.check_path(path)
+        rel = self._writable(path)
         current = self._existing(rel)
         self._unchanged_since(rel, current, expected_hash)
         front, _ = self._split(rel, current)
@@ -143,7 +145,7 @@ class VaultWriter:
     ) -> NoteWrite:
         """Set ``changes`` and drop ``remove`` in an existing note's frontmatter; the body is kept as is."""
         self._may_write()
-        rel = self.check_path(path)
+        rel = self._writable(path)
         current = self._existing(rel)
         self._unchanged_since(rel, current, expected_hash)
         front, body = self._split(rel, current)
@@ -162,7 +164,7 @@ class VaultWriter:
     def delete_note(self, path: str, *, approval: Any) -> NoteWrite:
         """Delete a note, only with an approved ``delete`` approval for exactly this path (H3)."""
         self._may_write()
-        rel = self.check_path(path)
+        rel = self._writable(path)
         ok = (
             getattr(approval, "status", None) == "approved"
             and getattr(approval, "kind", None) == "delete"
@@ -191,6 +193,17 @@ class VaultWriter:
             raise PathOutsideVaultError(
                 f"refused note path {path!r}: {problem}",
                 hint="give a path inside the vault, e.g. Notes/Idea.md",
+            )
+        return rel
+
+    def _writable(self, path: str) -> str:
+        rel = self.check_path(path)
+        low = rel.casefold()
+        guarded = next((f for f in PERSON_ONLY_FOLDERS if low.startswith(f.casefold() + "/")), None)
+        if guarded is not None and self.role != "person":
+            raise WriteRefusedError(
+                f"Shad does not change {guarded}/ itself (refused: {rel})",
+                hint="propose the change as a staging note (kind: skill) for a person to apply",
             )
         return rel
 

@@ -51,6 +51,7 @@ class WatchOptions:
     max_nodes: int = Budgets.max_nodes
     max_tokens: int = Budgets.max_tokens
     checkpoints: str = "pause"
+    offline: bool = False  # every task's run refuses external calls (as SHAD_OFFLINE=1)
 
 
 @dataclass
@@ -192,6 +193,7 @@ class Watcher:
             provider=opts["provider"],
             budgets=budgets,
             checkpoints=opts["checkpoints"],
+            offline=bool(self.options.offline),  # a task note cannot switch offline mode off
         )
 
     def _run(self, task: TaskNote, run_id: str) -> Run:

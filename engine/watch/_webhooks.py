@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._version import __version__
+from ..config import refuse_offline
 from ..errors import UsageError
 from ..store.history import scrub
 
@@ -94,8 +95,14 @@ def _refusal(url: str, allowed: list[tuple[str, int | None]]) -> tuple[str, Webh
     return "", WebhookTarget(url.strip(), host, port)
 
 
-def check_webhooks(urls: Iterable[str], allow: Iterable[str]) -> list[WebhookTarget]:
-    """The webhook URLs, checked against the allow-list; a ``UsageError`` names every one refused."""
+def check_webhooks(
+    urls: Iterable[str], allow: Iterable[str], *, offline: bool | None = None
+) -> list[WebhookTarget]:
+    """The webhook URLs, checked against the allow-list; a ``UsageError`` names every one refused.
+    Offline mode (``offline``, else ``SHAD_OFFLINE``) refuses every webhook."""
+    urls = list(urls)
+    if urls:
+        refuse_offline("webhooks", offline=offline or None)
     allowed = _allowed(allow)
     targets, refused = [], []
     for url in urls:
