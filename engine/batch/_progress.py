@@ -17,9 +17,10 @@ def in_notebook() -> bool:
     """Whether this process is a Jupyter kernel (where a widget can be shown)."""
     if "ipykernel" not in sys.modules:
         return False
-    from IPython.core.getipython import get_ipython
+    from IPython.core import getipython
 
-    shell = get_ipython()  # type: ignore[no-untyped-call]
+    # Looked up by name: IPython's own typing of get_ipython differs between versions.
+    shell = getattr(getipython, "get_ipython")()  # noqa: B009
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
