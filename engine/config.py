@@ -151,6 +151,7 @@ class RunConfig:
     )
     cache_ttls: dict[str, float] = field(default_factory=dict)  # vault (id, name or path) -> TTL seconds
     checkpoints: str = "pause"  # one of CHECKPOINT_POLICIES
+    checkpoint_on: tuple[str, ...] = ()  # stages whose nodes always open a checkpoint (--checkpoint-on)
     # USD per million (input, output) tokens, by model id: what ``budgets.max_usd`` is enforced with.
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Software runs (issue 13): how the code is checked, how tests are written, where it may be written.
@@ -245,7 +246,7 @@ class RunConfig:
 
     def _check_reach(self) -> None:
         """The sandbox's extra reach (files, hosts), and offline mode: what may leave the machine."""
-        for name in ("fs_read", "net_allow"):
+        for name in ("fs_read", "net_allow", "checkpoint_on"):
             value = getattr(self, name)
             object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         if self.fs_read and self.profile == "strict":
@@ -322,7 +323,7 @@ class RunConfig:
             **{k: v for k, v in values.get("budgets", {}).items() if k in budget_fields}
         )
         values["vaults"] = tuple(values["vaults"])
-        for name in ("block_on", "warn_only", "fs_read", "net_allow"):
+        for name in ("block_on", "warn_only", "fs_read", "net_allow", "checkpoint_on"):
             values[name] = tuple(values.get(name, ()))
         values["prices"] = {k: tuple(v) for k, v in values.get("prices", {}).items()}
         return cls(**values)

@@ -123,6 +123,7 @@ def _run_parser() -> _Parser:
     add("--net-allow", action="append", default=[], metavar="HOST", help="With --profile extended: a host.")
     add("--offline", action="store_true", help="Refuse every external call, even with API keys set.")
     add("--voice", metavar="NAME", help="Render the final report in this voice.")
+    add("--checkpoint-on", action="append", default=[], metavar="STAGE", help="Checkpoint these stages.")
     add("--from", dest="replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
     add("--no-cache", action="store_true", help="Neither read nor write the cache.")
     add("--refresh-cache", action="store_true", help="Recompute everything and overwrite the cache.")
@@ -219,6 +220,8 @@ def parse_run(line: str) -> RunArgs:
         opts["net_allow"] = tuple(ns.net_allow)
     if ns.offline:
         opts["offline"] = True
+    if ns.checkpoint_on:
+        opts["checkpoint_on"] = tuple(s.strip() for i in ns.checkpoint_on for s in i.split(",") if s.strip())
     if ns.garden:
         opts["garden"] = True
     if ns.learn:

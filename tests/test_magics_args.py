@@ -266,3 +266,8 @@ def test_reach_and_offline_options() -> None:
     assert args.options["fs_read"] == ("/tmp",) and args.options["net_allow"] == ("example.org",)
     assert args.options["offline"] is True and args.options["profile"] == "extended"
     assert "offline" not in parse_run("run").options
+
+
+def test_checkpoint_on_stages() -> None:
+    args = parse_run("run --checkpoint-on gather_evidence,analyze --checkpoint-on conclude")
+    assert args.options["checkpoint_on"] == ("gather_evidence", "analyze", "conclude")

@@ -45,6 +45,9 @@ def test_offline_runs_make_no_request_even_with_a_key(
     flagged = shad("run", GOAL, "--vault", str(vault), "--offline", "--json")
     assert flagged.code == 0, flagged.err
     assert flagged.json()["status"] == "SUCCESS" and flagged.json()["provider"] == "offline"
+    assert "Offline mode (--offline or SHAD_OFFLINE=1): nothing left the machine." in Path(
+        flagged.json()["report_path"]
+    ).read_text(encoding="utf-8")
     monkeypatch.setenv("SHAD_OFFLINE", "1")
     assert offline_env()
     by_env = shad("run", GOAL + " Today.", "--vault", str(vault), "--json", "--no-cache")

@@ -130,6 +130,13 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
     envvar="SHAD_OFFLINE",
     help="Refuse every external call (model APIs, sandbox HTTP, webhooks), even with keys set.",
 )
+@click.option(
+    "--checkpoint-on",
+    "checkpoint_on",
+    multiple=True,
+    metavar="STAGE[,STAGE]",
+    help="Open a checkpoint at every node of these stages (as [REVIEW] in a goal does).",
+)
 @click.option("--voice", metavar="NAME", help="Render the final report in this voice (shad skills voices).")
 @click.option("--from", "replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
@@ -172,6 +179,7 @@ def run_cmd(
     net_allow: tuple[str, ...],
     offline: bool,
     voice: str | None,
+    checkpoint_on: tuple[str, ...],
     replay_from: str | None,
     no_cache: bool,
     refresh_cache: bool,
@@ -232,6 +240,7 @@ def run_cmd(
         net_allow=net_allow,
         offline=offline,
         voice=voice,
+        checkpoint_on=tuple(s.strip() for item in checkpoint_on for s in item.split(",") if s.strip()),
         budgets=Budgets(
             max_depth=max_depth,
             max_nodes=max_nodes,

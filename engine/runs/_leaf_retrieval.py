@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from .. import strategies
 from ..codemode import Sandbox
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..errors import ShadError
@@ -127,7 +128,8 @@ class LeafRetrieval:
             checkpoint, result = found[0], RetrievalResult.from_dict(saved)
         else:
             async with ctx.local:
-                result = await self.retriever.retrieve(node.task, ctx.config.goal, node.id)
+                task, goal = cp.strip_markers(node.task), cp.strip_markers(ctx.config.goal)
+                result = await self.retriever.retrieve(task, goal, node.id)
             opened = self._open_checkpoint(node, result)
             if opened is None:
                 return result
@@ -147,17 +149,25 @@ class LeafRetrieval:
         ctx = self.ctx
         if ctx.config.checkpoints == "off":
             return None
+        asked = self._asked(node)
         problem = RecoveryPolicy().weak(result)
         impact = cp.high_impact(node, ctx.run.dag) if problem else None
-        if problem is None or impact is None:
+        if asked is not None:  # a person asked to see this evidence, weak or not
+            problem, impact = problem or "a person asked to review this evidence", asked
+        elif problem is None or impact is None:
             return None
         signals = {k: v for k, v in result.signals.items() if k != "script_signals"}
+        reason = (
+            f"{asked}: review the evidence before it is answered ({result.method})"
+            if asked is not None
+            else f"retrieval stayed weak after the recovery ladder ({result.method}): {problem}"
+        )
         checkpoint = Checkpoint(
             ctx.run_id,
             node.id,
-            "retrieval",
+            "review" if asked is not None else "retrieval",
             node.task,
-            f"retrieval stayed weak after the recovery ladder ({result.method}): {problem}",
+            reason,
             impact,
             {"retrieval_score": result.retrieval_score, "confidence": result.confidence, **signals},
             cp.preview([c.to_dict() for c in result.context]),
@@ -166,6 +176,16 @@ class LeafRetrieval:
         cp.save(ctx.history, checkpoint, result.to_dict())
         ctx.emit(CheckpointOpened(node=node.id, reason=checkpoint.reason, impact=impact))
         return checkpoint
+
+    def _asked(self, node: Node) -> str | None:
+        ctx = self.ctx
+        primary = None
+        if ctx.run.strategy:
+            try:
+                primary = strategies.get(ctx.run.strategy).primary.name
+            except ShadError:
+                primary = None
+        return cp.requested(node, ctx.run.dag, ctx.config.goal, ctx.config.checkpoint_on, primary)
 
     async def _decision_for(self, checkpoint: Checkpoint) -> Decision | None:
         """The policy's decision, the decider's, or None (the node waits)."""

@@ -124,8 +124,10 @@ def render_report(
         parts += [
             "> [!note] Written by Shad's offline provider: no language model was used. The answer is",
             "> extracted from the vault passages it cites.",
-            "",
         ]
+        if run.config is not None and run.config.offline:
+            parts.append("> Offline mode (--offline or SHAD_OFFLINE=1): nothing left the machine.")
+        parts.append("")
     parts += _checkpoint_lines(checkpoints or [])
     if unresolved:
         parts += ["## Unresolved citations", ""]

@@ -44,6 +44,8 @@ __all__ = [
     "high_impact",
     "parse_note_list",
     "pending_checkpoints",
+    "requested",
+    "strip_markers",
 ]
 
 ACTIONS = ("approve", "edit", "hint", "skip", "stop")
@@ -62,6 +64,28 @@ _IMPACT = {
 }
 _IMPACT_RE = {name: re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE) for name, pattern in _IMPACT.items()}
 FAN_OUT = 2  # this many dependents make a node gating
+# A person's request in a goal or a plan node: "[REVIEW]" or "[APPROVE]" (H1).
+_MARKER = re.compile(r"\[(REVIEW|APPROVE)\]")
+
+
+def strip_markers(text: str) -> str:
+    """``text`` without its checkpoint markers (what retrieval searches for)."""
+    return " ".join(_MARKER.sub(" ", text).split())
+
+
+def requested(node: Node, dag: Dag, goal: str, stages: tuple[str, ...], primary: str | None) -> str | None:
+    """Why a person asked to see ``node``'s evidence before it is answered, or None: a marker in its own
+    task; a marker in the goal, for the root when it answers alone, else for the leaves of the strategy's
+    primary stage (the evidence the answer rests on); or ``--checkpoint-on`` naming its stage."""
+    own = _MARKER.search(node.task)
+    if own and node.parent is not None and not _MARKER.search(goal):
+        return f"the subtask asks for {own.group(0)}"
+    asked = _MARKER.search(goal)
+    if asked and not dag.children(node.id) and (node.parent is None or node.stage == primary):
+        return f"the goal asks for {asked.group(0)}"
+    if node.stage in stages:
+        return f"--checkpoint-on {node.stage}"
+    return None
 
 
 def high_impact(node: Node, dag: Dag) -> str | None:
