@@ -452,3 +452,24 @@ def test_list_runs_says_interrupted_for_a_run_whose_process_is_gone(vault: Path)
         "20260101-000000-aaaa": "RUNNING",
         "20260102-000000-bbbb": "INTERRUPTED",
     }
+
+
+def test_checkpoints_are_written_off_the_caller_and_never_land_late(history: History) -> None:
+    for n in range(50):
+        history.write_json_soon("dag.json", {"nodes": n})
+    history.flush()
+    assert history.read_json("dag.json") == {"nodes": 49}  # the last one, whatever was coalesced
+    assert (history.dir / "dag.json").read_text().startswith('{"nodes":49}')  # compact
+    history.write_json_soon("dag.json", {"nodes": "queued"})
+    history.write_json("dag.json", {"nodes": "final"})  # waits for the queued one, then writes
+    history.close()
+    assert history.read_json("dag.json") == {"nodes": "final"}
+
+
+def test_a_secret_set_after_the_history_opened_is_still_scrubbed(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history.append("events.jsonl", {"message": "before"})
+    monkeypatch.setenv("LATE_API_KEY", "late-secret-value-0987")
+    history.append("events.jsonl", {"message": "key late-secret-value-0987"})
+    assert "late-secret-value-0987" not in (history.dir / "events.jsonl").read_text()

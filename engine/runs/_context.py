@@ -113,7 +113,8 @@ class RunContext:
         was; a node that finished in between is answered by the cache on resume, not paid twice."""
         now = time.monotonic()
         if force or now - self._dag_saved >= DAG_SAVE_INTERVAL:
-            self.run.history.write_json("dag.json", self.run.dag.to_json())
+            # Built here (the DAG changes on this loop), written on the history's writer thread.
+            self.run.history.write_json_soon("dag.json", self.run.dag.to_json())
             self._dag_saved = now
 
     def prune(self, node: Node, reason: str) -> None:
@@ -135,6 +136,7 @@ class RunContext:
     async def close(self) -> None:
         await self.provider.aclose()
         await asyncio.to_thread(self.vaults.close)  # a backend's server process ends with the run
+        await asyncio.to_thread(self.run.history.close)  # the last dag.json checkpoint is on disk
         if self.owns_store:
             self.store.close()
 

@@ -96,4 +96,5 @@ class SkillRouting:
                 for nid, r in self.routes.items()
             },
         }
-        self.ctx.record("decisions/skills.json", data)
+        # Rewritten as nodes are routed: coalesced on the history's writer thread, off the event loop.
+        self.ctx.run.history.write_json_soon("decisions/skills.json", data)

@@ -16,6 +16,7 @@ import re
 import secrets
 import socket
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -130,15 +131,24 @@ def _read_dict(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+_secrets_seen: tuple[int, list[str]] = (0, [])
+
+
 def _secret_values() -> list[str]:
-    return sorted(
-        (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8), key=len, reverse=True
-    )
+    """The environment's secret values, longest first. Looked up again only when the environment
+    changed (a hash of it is far cheaper than matching every name on every event of a run)."""
+    global _secrets_seen
+    key = hash(frozenset(os.environ.items()))
+    if key != _secrets_seen[0]:
+        found = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8)
+        _secrets_seen = (key, sorted(found, key=len, reverse=True))
+    return _secrets_seen[1]
 
 
-def scrub(text: str) -> str:
-    """Replace secret values (from the environment, or shaped like API keys) with ``[redacted]``."""
-    for value in _secret_values():
+def scrub(text: str, secrets: list[str] | None = None) -> str:
+    """Replace secret values (from the environment, or ``secrets`` when given: a run's list, read once)
+    and anything shaped like an API key with ``[redacted]``."""
+    for value in _secret_values() if secrets is None else secrets:
         # Inside JSON a value with quotes or backslashes appears escaped: redact that form too.
         for form in {value, json.dumps(value, ensure_ascii=False)[1:-1]}:
             if form in text:
@@ -158,8 +168,10 @@ def _append_line(path: Path, line: str) -> None:
         fh.flush()
 
 
-def _dumps(data: Any) -> str:
-    return scrub(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+def _dumps(data: Any, secrets: list[str] | None = None, *, compact: bool = False) -> str:
+    if compact:  # a checkpoint rewritten many times a run: no indentation to build and write
+        return scrub(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str), secrets)
+    return scrub(json.dumps(data, ensure_ascii=False, indent=2, default=str), secrets)
 
 
 class History:
@@ -169,6 +181,10 @@ class History:
         self.dir = run_dir
         self.run_id = run_id
         self._lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queued: dict[str, Any] = {}  # checkpoint files waiting for the writer thread
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
         for sub in ("decisions", "metrics", "errors", "artifacts", "replay"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
 
@@ -207,9 +223,41 @@ class History:
         )
 
     def write_json(self, rel: str, data: Any) -> Path:
+        self.flush()  # an older checkpoint of the same file must not land after this write
         path = self.dir / rel
         atomic_write(path, _dumps(data) + "\n")
         return path
+
+    def write_json_soon(self, rel: str, data: Any) -> None:
+        """Write ``data`` (compact) on the history's writer thread, so the run's event loop goes on; a
+        write of the same file still waiting is replaced, not written twice. ``flush`` waits for it."""
+        with self._queue_lock:
+            self._queued[rel] = data
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"history-{self.run_id}")
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(self._writer.submit(self._write_queued, rel))
+
+    def _write_queued(self, rel: str) -> None:
+        with self._queue_lock:
+            if rel not in self._queued:
+                return  # a later submission already wrote it
+            data = self._queued.pop(rel)
+        atomic_write(self.dir / rel, _dumps(data, compact=True) + "\n")
+
+    def flush(self) -> None:
+        """Wait for the writes ``write_json_soon`` queued (their errors are raised here)."""
+        with self._queue_lock:
+            pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def close(self) -> None:
+        self.flush()
+        with self._queue_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
 
     def write_text(self, rel: str, text: str) -> Path:
         path = self.dir / rel
