@@ -20,6 +20,7 @@ __all__ = [
     "UNCITED_FOLDERS",
     "Budgets",
     "RunConfig",
+    "is_loopback",
     "offline_env",
     "refuse_offline",
     "remote_scheme",
@@ -52,11 +53,22 @@ def refuse_offline(what: str, *, offline: bool | None = None) -> None:
         )
 
 
+def is_loopback(host: str) -> bool:
+    """``127.0.0.1``, ``::1``, ``localhost``: reachable from this machine only."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def _loopback_url(spec: str) -> bool:
     from urllib.parse import urlsplit
 
-    host = (urlsplit(spec.split(":", 1)[1].strip()).hostname or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
+    return is_loopback(urlsplit(spec.split(":", 1)[1].strip()).hostname or "")
 
 
 def remote_scheme(vault: str | os.PathLike[str]) -> str | None:

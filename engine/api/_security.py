@@ -5,7 +5,6 @@ that never carry a secret."""
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import re
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import is_loopback
 from ..errors import ShadError, UsageError
 from ..store.history import scrub
 
@@ -43,16 +43,6 @@ class ApiError(ShadError):
         super().__init__(message, hint=hint)
         self.status = status
         self.kind = kind
-
-
-def is_loopback(host: str) -> bool:
-    """``127.0.0.1``, ``::1``, ``localhost``: reachable from this machine only."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import click
 
 from ..errors import UsageError
@@ -14,15 +12,6 @@ __all__ = ["mcp_group"]
 @click.group("mcp")
 def mcp_group() -> None:
     """Shad as an MCP server (stdio or streamable HTTP)."""
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @mcp_group.command("serve")
@@ -46,7 +35,9 @@ def serve_cmd(vaults: tuple[str, ...], http_port: int | None, host: str) -> None
     """Serve the tools shad_run, shad_search, shad_read_note, shad_list_notes, shad_status and the
     resources shad://runs and shad://runs/{run_id}/report over stdio (or streamable HTTP with --http).
     Nothing is written to stdout but the protocol; logs go to stderr."""
-    if not _loopback(host):
+    from ..config import is_loopback
+
+    if not is_loopback(host):
         raise UsageError(
             f"--host {host} is not a loopback address", hint="the MCP server has no auth: use 127.0.0.1"
         )

@@ -23,7 +23,7 @@ from dataclasses import fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import HISTORY_FOLDER, refuse_offline
+from ..config import HISTORY_FOLDER, is_loopback, refuse_offline
 from ..errors import NoteNotFoundError, ShadError, UsageError
 from ..vault import Diagnostic, Heading, Hit, Link, Note
 
@@ -393,8 +393,8 @@ def open_mcp_vault(spec: str, **kwargs: Any) -> McpVault:  # the ``mcp:`` vault 
         )
     rest = rest.strip()
     if rest.startswith(("http://", "https://")):
-        host = (urlsplit(rest).hostname or "").lower()
-        if not (host in ("localhost", "::1") or host.startswith("127.")):
+        host = urlsplit(rest).hostname or ""
+        if not is_loopback(host):
             refuse_offline(f"the MCP server at {host}")  # only when SHAD_OFFLINE is on
         return McpVault(url=rest, **kwargs)
     return McpVault(rest, **kwargs)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["apply_voice", "check_voice"]
 
-LOCAL_PROVIDERS = ("offline",)
+NO_MODEL = ("offline",)  # providers that cannot render a voice (replay can: it replays the call)
 
 
 def check_voice(name: str | None, provider: str, vaults: Any) -> None:
@@ -29,7 +29,7 @@ def check_voice(name: str | None, provider: str, vaults: Any) -> None:
     if not name:
         return
     find_voice(name, vaults)
-    if provider in LOCAL_PROVIDERS:
+    if provider in NO_MODEL:
         raise UsageError(
             f"--voice {name} needs a language model to render the report, and this run has none "
             "(the offline provider)",
@@ -62,7 +62,7 @@ async def apply_voice(ctx: RunContext, calls: ModelCalls) -> None:
     run = ctx.run
     root = run.dag.root() if len(run.dag) else None
     name, chosen_by = ctx.config.voice, "--voice"
-    if not name and root is not None and ctx.provider.name not in LOCAL_PROVIDERS:
+    if not name and root is not None and ctx.provider.name not in NO_MODEL:
         name, chosen_by = _default_voice(ctx, root), "the skill's default_voice"
     if not name or not run.report or root is None:
         return

@@ -145,10 +145,10 @@ def _secret_values() -> list[str]:
     return _secrets_seen[1]
 
 
-def scrub(text: str, secrets: list[str] | None = None) -> str:
-    """Replace secret values (from the environment, or ``secrets`` when given: a run's list, read once)
-    and anything shaped like an API key with ``[redacted]``."""
-    for value in _secret_values() if secrets is None else secrets:
+def scrub(text: str) -> str:
+    """Replace secret values (from the environment) and anything shaped like an API key with
+    ``[redacted]``."""
+    for value in _secret_values():
         # Inside JSON a value with quotes or backslashes appears escaped: redact that form too.
         for form in {value, json.dumps(value, ensure_ascii=False)[1:-1]}:
             if form in text:
@@ -168,10 +168,10 @@ def _append_line(path: Path, line: str) -> None:
         fh.flush()
 
 
-def _dumps(data: Any, secrets: list[str] | None = None, *, compact: bool = False) -> str:
-    if compact:  # a checkpoint rewritten many times a run: no indentation to build and write
-        return scrub(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str), secrets)
-    return scrub(json.dumps(data, ensure_ascii=False, indent=2, default=str), secrets)
+def _dumps(data: Any, *, compact: bool = False) -> str:
+    # A checkpoint rewritten many times a run is written compact: no indentation to build and write.
+    layout: dict[str, Any] = {"separators": (",", ":")} if compact else {"indent": 2}
+    return scrub(json.dumps(data, ensure_ascii=False, default=str, **layout))
 
 
 class History:

@@ -95,8 +95,12 @@ def _read(path: Path) -> dict[str, Any]:
 
 def tier_of(folder: Path) -> str:
     """The tier a run's folder is in (hot unless ``history gc`` moved it)."""
-    tier = _read(folder / STATE_FILE).get("tier")
-    return tier if tier in TIERS else "hot"
+    return _tier(_read(folder / STATE_FILE))
+
+
+def _tier(state: dict[str, Any]) -> str:
+    tier = state.get("tier")
+    return tier if isinstance(tier, str) and tier in TIERS else "hot"
 
 
 def _save_state(folder: Path, **changes: Any) -> dict[str, Any]:
@@ -151,13 +155,14 @@ def _compress(path: Path) -> int:
 
 def _plan(run_id: str, folder: Path, now: float, hot_days: float, warm_days: float) -> GcAction:
     manifest, summary = _read(folder / "run.manifest.json"), _read(folder / "final.summary.json")
-    tier = tier_of(folder)
+    state = _read(folder / STATE_FILE)
+    tier = _tier(state)
     age = _age_days(folder, now)
     target = "hot" if age < hot_days else "warm" if age < warm_days else "cold"
     action = GcAction(run_id, str(folder), tier, target, "keep", f"{age:.1f} days old")
     if not manifest:
         action.action, action.reason = "skip", "no run manifest (not a run folder, or unreadable)"
-    elif _read(folder / STATE_FILE).get("pinned"):
+    elif state.get("pinned"):
         action.action, action.reason = "skip", "pinned"
     elif run_status(manifest, summary)[0] == "RUNNING":
         action.action, action.reason = "skip", "running"
