@@ -15,6 +15,10 @@ from ._table import table_row
 
 __all__ = ["Job", "Notebook", "Shipped", "execute_here", "execute_shipped", "one_line", "read_executed"]
 
+KERNEL_STARTS = 3  # a kernel that never came up is started again, this many times in all
+# nbclient's words for a kernel that did not answer its first request: no cell of the row has run.
+_NEVER_STARTED = ("Kernel didn't respond in", "Kernel died before replying to kernel_info")
+
 
 @dataclass(frozen=True)
 class Job:
@@ -88,7 +92,26 @@ def one_line(text: str) -> str:
 
 
 def _papermill(notebook: Notebook, source: Path, job: Job) -> str:
-    """Execute ``source`` into ``job.output``; the error that failed it, or ""."""
+    """Execute ``source`` into ``job.output``; the error that failed it, or "".
+
+    A kernel that never answered its first ``kernel_info`` (kernels started at the same moment from
+    several processes can race for the same ports and hang) is started afresh, up to ``KERNEL_STARTS``
+    times in all: no cell has run then, so starting over cannot run any of the row's work twice."""
+    error = _papermill_once(notebook, source, job)
+    for attempt in range(2, KERNEL_STARTS + 1):
+        if not _kernel_never_started(error):
+            break
+        with job.log.open("ab") as fh:
+            fh.write(f"shad batch: {error}; starting a new kernel ({attempt}/{KERNEL_STARTS})\n".encode())
+        error = _papermill_once(notebook, source, job)
+    return error
+
+
+def _kernel_never_started(error: str) -> bool:
+    return error.startswith("RuntimeError: ") and any(m in error for m in _NEVER_STARTED)
+
+
+def _papermill_once(notebook: Notebook, source: Path, job: Job) -> str:
     import papermill  # type: ignore[import-untyped]
 
     try:
