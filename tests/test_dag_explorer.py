@@ -399,13 +399,13 @@ def test_the_js_layout_runs_and_puts_rows_by_depth(tmp_path: Path) -> None:
     module = tmp_path / "dag_explorer.mjs"
     shutil.copy(STATIC / "dag_explorer.js", module)
     script = f"""
-      import {{ layout }} from {str(module.as_uri())!r};
+      import {{ layout, BOX_W }} from {str(module.as_uri())!r};
       const nodes = [
         {{id: "root", depth: 0, parent: null}}, {{id: "b", depth: 1, parent: "root"}},
         {{id: "a", depth: 1, parent: "root"}}, {{id: "b.x", depth: 2, parent: "b"}},
         {{id: "a.x", depth: 2, parent: "a"}}, {{id: "a.y", depth: 2, parent: "a"}}];
       const {{ pos, width, height }} = layout(nodes);
-      console.log(JSON.stringify({{width, height, pos: Object.fromEntries(pos)}}));
+      console.log(JSON.stringify({{width, height, box: BOX_W, pos: Object.fromEntries(pos)}}));
     """
     out = subprocess.run(
         ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
@@ -418,8 +418,9 @@ def test_the_js_layout_runs_and_puts_rows_by_depth(tmp_path: Path) -> None:
     assert pos["b"]["x"] < pos["a"]["x"]  # creation order within a row
     assert pos["b.x"]["x"] < pos["a.x"]["x"] < pos["a.y"]["x"]  # children follow their parents' order
     row = sorted(p["x"] for p in pos.values() if p["y"] == pos["a.x"]["y"])
-    assert all(b - a >= 184 for a, b in itertools.pairwise(row))  # boxes do not overlap
-    assert all(p["x"] >= 0 and p["x"] + 184 <= result["width"] for p in pos.values())
+    box = result["box"]
+    assert all(b - a >= box for a, b in itertools.pairwise(row))  # boxes do not overlap
+    assert all(p["x"] >= 0 and p["x"] + box <= result["width"] for p in pos.values())
 
 
 def test_close_stops_a_pending_flush(recorded: Recorded) -> None:

@@ -1,5 +1,6 @@
-"""``DagExplorer``: the run's DAG laid out by depth, coloured by status and updated live, a budget strip,
-and a details panel for the node the user clicks."""
+"""``DagExplorer``: the run's DAG laid out by dependency level, fitted to its box (zoom and pan), coloured
+by status and updated live; a hover card, a timeline of time and tokens per node, a budget strip, a Stop
+button, the report on demand, and a details panel for the node the user clicks."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ class DagExplorer(anywidget.AnyWidget):
     citations, answer, tokens and timings; in a software run a node carries a badge with its check status
     (✓ pass, ✗ fail with the number of findings, – skipped) and its details list its files, checks and
     repairs.
+
+    The front end fits the DAG to its box (Fit button; Ctrl + wheel and the +/− buttons zoom, a drag
+    pans), shows a node's full task on hover, collapses more than 12 siblings into a "+N more" box, and
+    draws a timeline of each node's start, end and tokens. Its Stop button sends the custom message
+    ``{"type": "stop"}``: the widget calls ``stop_handler`` (the runner that owns the run sets it; the run
+    then ends PARTIAL and resumable). ``{"type": "open_report"}`` is answered with the run's report
+    (``{"type": "report", "path", "text"}`` or ``"error"``).
     """
 
     _esm = _STATIC / "dag_explorer.js"
@@ -65,6 +73,22 @@ class DagExplorer(anywidget.AnyWidget):
     details = t.Dict(
         help="The selected node's full details, filled by Python when ``selected`` changes."
     ).tag(sync=True)
+    can_stop = t.Bool(
+        False, help="True when a Stop button can cancel the run (a ``stop_handler`` is set)."
+    ).tag(sync=True)
+    report_path = t.Unicode(
+        "", help="The finished run's report file ('' while running or when it has none)."
+    ).tag(sync=True)
+    cell_waiting = t.Bool(
+        False,
+        help="True while a notebook cell blocks on this run: the kernel hears no widget message until the "
+        "cell ends, so Stop interrupts the kernel (which cancels the run as Ctrl-C would).",
+    ).tag(sync=True)
+    stop_handler = t.Callable(
+        None,
+        allow_none=True,
+        help="Called (no arguments) when the user presses Stop; set by whoever owns the run. Not synced.",
+    )
 
     _flush_interval = 0.15  # seconds: at most this often a burst of events reaches the front end
 
@@ -86,6 +110,8 @@ class DagExplorer(anywidget.AnyWidget):
         self._timer: threading.Timer | None = None
         self._errors: list[str] = []
         self.observe(self._on_selected, names="selected")
+        self.observe(self._on_stop_handler, names="stop_handler")
+        self.on_msg(self._on_front_message)
         if run is not None:
             self.show_run(run)
         else:
@@ -198,8 +224,67 @@ class DagExplorer(anywidget.AnyWidget):
             self.nodes = snapshot.nodes
             self.edges = snapshot.edges
             self.budget = snapshot.budget
+            self.report_path = self._report_file(snapshot)
+            if snapshot.status not in ("RUNNING", "PENDING"):
+                self.cell_waiting = False
             if details is not None:
                 self.details = details
+
+    # --- the front end's requests: Stop and Open report ------------------------------------------------
+
+    def _on_stop_handler(self, change: dict[str, Any]) -> None:
+        self.can_stop = change["new"] is not None
+
+    def _on_front_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "stop":
+            self.send({"type": "stop_ack", "stopped": self.stop()})
+        elif kind == "open_report":
+            self.send(self._report_message())
+
+    def stop(self) -> bool:
+        """Cancel the run shown (what the Stop button does): True when a handler was there to ask. The
+        run ends PARTIAL with its history written, so ``%shad resume RUN_ID`` continues it."""
+        handler: Any = self.stop_handler  # (traitlets types it as never None)
+        if handler is None:
+            return False
+        with self._lock:
+            running = self._state.status in ("RUNNING", "PENDING")
+            if running:
+                self._state.notice, self._dirty = "stopping: asked with the Stop button", True
+        if running:
+            self._flush()
+        try:
+            handler()
+        except Exception as exc:  # the button must not raise into the comm: say it where it is seen
+            self._note_error(exc)
+            self._flush()
+        return True
+
+    def set_cell_waiting(self, waiting: bool) -> None:
+        """The runner says a cell blocks on this run (True) or not (False)."""
+        with self._sync_lock:
+            self.cell_waiting = bool(waiting)
+
+    def _report_file(self, snapshot: Snapshot) -> str:
+        if snapshot.status in ("", "RUNNING", "PENDING"):
+            return ""
+        with self._lock:
+            folder = self._history_dir
+        if folder is None and snapshot.run_id:
+            folder = self._find_history(snapshot.run_id)
+        report = folder / "final.report.md" if folder is not None else None
+        return str(report) if report is not None and report.is_file() else ""
+
+    def _report_message(self) -> dict[str, Any]:
+        path = self.report_path
+        if not path:
+            return {"type": "report", "path": "", "error": "this run has no report yet"}
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            return {"type": "report", "path": path, "error": f"could not read the report ({exc})"}
+        return {"type": "report", "path": path, "text": text}
 
     # --- details -------------------------------------------------------------------------------------
 

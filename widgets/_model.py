@@ -19,8 +19,9 @@ __all__ = [
     "number",
 ]
 
-FINISHED = frozenset({"SUCCEEDED", "CACHE_HIT", "FAILED", "PRUNED"})
-TASK_CHARS = 240  # the node list carries a task preview; the details panel has the full text
+FINISHED = frozenset({"SUCCEEDED", "CACHE_HIT", "FAILED", "PRUNED", "FAILED_WITH_DIAGNOSTIC"})
+TASK_CHARS = 1000  # the node list carries the task for the hover card (a longer one is cut; the details
+# panel has it whole)
 
 
 @dataclass
@@ -78,6 +79,8 @@ class DagNode:
             "error": self.error,
             "items": self.items,
             "score": self.score,
+            "started_at": self.started_ts,  # epoch seconds: the timeline's bars
+            "finished_at": self.finished_ts,
         }
 
 
