@@ -30,7 +30,8 @@ class UnresolvedLink:
 
 
 class Resolver:
-    """Resolves link targets against a fixed set of vault files."""
+    """Resolves link targets against a fixed set of vault files (held in memory). The lookups are methods,
+    so that the index can answer them from its tables instead (``_links.IndexResolver``)."""
 
     def __init__(self, files: list[str], aliases: dict[str, list[str]]) -> None:
         self.exact: dict[str, str] = {}
@@ -69,13 +70,13 @@ class Resolver:
             tail = "/" + low
             candidates = [
                 p
-                for p in self.by_name.get(low.rsplit("/", 1)[-1], ())
+                for p in self._named(low.rsplit("/", 1)[-1])
                 if p.lower().endswith(tail) or p.lower().endswith(tail + ".md")
             ]
         else:
-            candidates = list(self.by_name.get(low, ()))
+            candidates = list(self._named(low))
         if not candidates:
-            candidates = list(self.by_alias.get(low, ()))
+            candidates = list(self._aliased(low))
         if not candidates:
             return None, []
         candidates = sorted(set(candidates), key=lambda p: (posixpath.dirname(p) != src_dir, p.count("/"), p))
@@ -83,7 +84,19 @@ class Resolver:
 
     def _exact(self, path: str) -> str | None:
         low = path.lower()
-        return self.exact.get(low) or self.exact.get(low + ".md")
+        return self._exact_lower(low) or self._exact_lower(low + ".md")
+
+    def _exact_lower(self, low: str) -> str | None:
+        """The file whose lower-cased path is ``low`` (the last indexed, when case alone tells two apart)."""
+        return self.exact.get(low)
+
+    def _named(self, low: str) -> list[str]:
+        """Files whose lower-cased name (or a note's name without ``.md``) is ``low``."""
+        return self.by_name.get(low, [])
+
+    def _aliased(self, low: str) -> list[str]:
+        """Notes with the lower-cased alias ``low``."""
+        return self.by_alias.get(low, [])
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from ._index_db import CHUNK_BITS, FTS_COLUMNS, NAMES_COLUMNS, IndexDatabase, default_index_path, name_key
 from ._index_db import check_fts5 as _check_fts5  # noqa: F401 (the tests reach it here)
+from ._links import LinkRow, aliases_of, index_file, link_rows, resolve_pending
 from ._parse import Chunk, parse_for_index
 from ._scan import FileEntry, ScanResult, scan_vault
 
@@ -39,7 +40,9 @@ __all__ = [
 
 # 8: frontmatter NaN/infinity is stored as text (7 wrote it as JSON that SQLite rejects): rebuild once.
 # 9: whole-note rows (``docs``), frontmatter values in ``names``, ``links`` and ``keys`` for the graph.
-SCHEMA_VERSION = "9"
+# 10: links resolved at index time (``edges``, ``lookup``, ``dirty``); headings, blocks and links JSON
+#     no longer kept per file (read from the note when asked).
+SCHEMA_VERSION = "10"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000
@@ -164,7 +167,10 @@ class VaultIndex(IndexDatabase):
         return stats
 
     def _finish_update(self) -> None:
-        """Stamp the update (the generation was bumped by each transaction that changed rows)."""
+        """Resolve the links this update (or an interrupted one) left pending, and stamp the update (the
+        generation was bumped by each transaction that changed rows). One transaction: no writer changes
+        the files while links are resolved against them."""
+        resolve_pending(self.conn)
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),))
 
     def _remember(self, stored: dict[str, tuple[int, int, int, str]], written: list[str]) -> None:
@@ -188,11 +194,15 @@ class VaultIndex(IndexDatabase):
         stats.removed = len(ids)
 
     def _upsert_attachments(self, entries: list[FileEntry]) -> None:
+        known = self._rows([e.path for e in entries])
         self.conn.executemany(
             "INSERT INTO files(path, is_note, size, mtime_ns, title) VALUES(?, 0, ?, ?, ?) "
             "ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns",
             [(e.path, e.size, e.mtime_ns, e.path.rsplit("/", 1)[-1]) for e in entries],
         )
+        new = [e.path for e in entries if e.path not in known]
+        for path, (fid, *_rest) in self._rows(new).items():
+            index_file(self.conn, fid, path, [], [], new=True)
 
     def _commit_batch(self, batch: list[_Parsed], stats: IndexStats) -> int:
         def write() -> None:
@@ -218,19 +228,30 @@ class VaultIndex(IndexDatabase):
                     # removed that row meanwhile (rare): parse it now.
                     item = _parse_one((self.root, entry, None))
                     assert item.row is not None
+                old_aliases: list[str] | None = None
                 if old is not None:
-                    self._delete_ids([old[0]])
+                    # The note keeps its id, so the links that resolve to it stay resolved.
+                    old_aliases = aliases_of(self.conn, old[0])
+                    self._delete_ids([old[0]], keep_incoming=True)
                     stats.updated += 1
                 else:
                     stats.added += 1
                 cur = self.conn.execute(
-                    "INSERT INTO files(path, is_note, size, mtime_ns, passages, hash, title, type, tags, "
-                    "aliases, frontmatter, headings, blocks, links, diagnostics) "
-                    "VALUES(?,1,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (entry.path, entry.size, entry.mtime_ns, len(item.chunks), *item.row),
+                    "INSERT INTO files(id, path, is_note, size, mtime_ns, passages, hash, title, type, tags, "
+                    "aliases, frontmatter, diagnostics) VALUES(?,?,1,?,?,?,?,?,?,?,?,?,?)",
+                    (old[0] if old else None, entry.path, entry.size, entry.mtime_ns, *item.counted),
                 )
                 fid = cur.lastrowid
                 assert fid is not None
+                index_file(
+                    self.conn,
+                    fid,
+                    entry.path,
+                    item.aliases,
+                    item.links,
+                    new=old is None,
+                    old_aliases=old_aliases,
+                )
                 self._count(1, len(item.chunks))
                 self.conn.execute(
                     "INSERT INTO names(rowid, title, aliases, tags, headings, props) VALUES(?,?,?,?,?,?)",
@@ -257,12 +278,20 @@ class VaultIndex(IndexDatabase):
 class _Parsed:
     entry: FileEntry
     row: tuple[Any, ...] | None  # None: content unchanged
+
+    @property
+    def counted(self) -> tuple[Any, ...]:
+        """The row's values after the file state: its passage count, then ``row``."""
+        return (len(self.chunks), *(self.row or ()))
+
     digest: str | None = None  # the content hash
     names: tuple[str, str, str, str, str] = ("", "", "", "", "")
     chunks: list[Chunk] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)  # normalized file name, aliases and title: link targets
     targets: list[str] = field(default_factory=list)  # normalized names this note links to
+    aliases: list[str] = field(default_factory=list)
+    links: list[LinkRow] = field(default_factory=list)  # every link as written, to be resolved
 
 
 def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
@@ -282,7 +311,6 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     diagnostics = [d.__dict__ for d in note.diagnostics]
     if unreadable:
         diagnostics.append({"code": "unreadable", "message": unreadable, "severity": "error"})
-    links = [link.to_dict() for link in note.links]
     row = (
         note.hash,
         note.title,
@@ -290,9 +318,6 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
         _dumps(note.tags),
         _dumps(note.aliases),
         _dumps(note.frontmatter),
-        _dumps([[h.level, h.text, h.line] for h in note.headings]),
-        _dumps(note.blocks),
-        _dumps(links),
         _dumps(diagnostics),
     )
     title_extra = note.frontmatter.get("title")
@@ -307,7 +332,18 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     targets = {name_key(link.target.replace("\\", "/").rsplit("/", 1)[-1]) for link in note.links}
     keys.discard("")
     targets.discard("")
-    return _Parsed(entry, row, note.hash, names, chunks, note.tags, sorted(keys), sorted(targets))
+    return _Parsed(
+        entry,
+        row,
+        note.hash,
+        names,
+        chunks,
+        note.tags,
+        sorted(keys),
+        sorted(targets),
+        note.aliases,
+        link_rows(note.links),
+    )
 
 
 def _props(frontmatter: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..config import shad_home
 from ..errors import IndexUnavailableError
+from ._links import LINK_SCHEMA, LINK_TABLES, forget_file
 
 __all__ = [
     "CHUNK_BITS",
@@ -61,7 +62,7 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files(
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, is_note INTEGER NOT NULL,
     size INTEGER, mtime_ns INTEGER, hash TEXT, passages INTEGER, title TEXT, type TEXT, tags TEXT,
-    aliases TEXT, frontmatter TEXT, headings TEXT, blocks TEXT, links TEXT, diagnostics TEXT);
+    aliases TEXT, frontmatter TEXT, diagnostics TEXT);
 CREATE INDEX IF NOT EXISTS files_state ON files(path, id, size, mtime_ns, hash);
 CREATE TABLE IF NOT EXISTS note_tags(file_id INTEGER NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS note_tags_tag ON note_tags(tag);
@@ -78,7 +79,7 @@ CREATE INDEX IF NOT EXISTS links_target ON links(target);
 CREATE TABLE IF NOT EXISTS keys(key TEXT NOT NULL, file_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS keys_key ON keys(key);
 CREATE INDEX IF NOT EXISTS keys_file ON keys(file_id);
-"""
+{LINK_SCHEMA}"""
 
 
 def check_fts5(conn: sqlite3.Connection) -> None:
@@ -119,6 +120,7 @@ class IndexDatabase:
                 row = self.conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is not None and row[0] != version:
                 for table in (
+                    *LINK_TABLES,
                     "fts_vocab",
                     "docs",
                     "links",
@@ -248,7 +250,9 @@ class IndexDatabase:
                     "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = ?", (delta, key)
                 )
 
-    def _delete_ids(self, ids: list[int]) -> None:
+    def _delete_ids(self, ids: list[int], *, keep_incoming: bool = False) -> None:
+        """Drop the rows of files ``ids``; ``keep_incoming``: the same file is written again under its id
+        (links that resolve to it stay resolved)."""
         for fid in ids:
             row = self.conn.execute("SELECT is_note, passages FROM files WHERE id=?", (fid,)).fetchone()
             if row is not None and row[0]:
@@ -263,6 +267,7 @@ class IndexDatabase:
             self.conn.execute("DELETE FROM note_tags WHERE file_id=?", (fid,))
             self.conn.execute("DELETE FROM links WHERE src=?", (fid,))
             self.conn.execute("DELETE FROM keys WHERE file_id=?", (fid,))
+            forget_file(self.conn, fid, keep_incoming=keep_incoming)
 
     def _delete_doc(self, fid: int) -> None:
         """Remove note ``fid``'s row from the contentless ``docs`` table: FTS5 needs the values it indexed,

@@ -19,6 +19,9 @@ from ..text import parse_query
 from ._fusion import linked_notes
 from ._graph import LinkGraph
 from ._index import IndexStats, ProgressFn, VaultIndex
+from ._links import IndexResolver, export_graph, link_counts, unresolved
+from ._links import backlinks as _backlinks
+from ._links import neighbors as _neighbors
 from ._model import Diagnostic, Hit, Note
 from ._parse import parse_note
 from ._scan import ScanResult, is_conflict_copy, scan_vault
@@ -231,9 +234,9 @@ class Vault:
         raw = full.read_bytes()
         note = parse_note(rel, raw, mtime=full.stat().st_mtime)
         note.vault = self.id
-        graph = self.graph()
+        resolver = IndexResolver(self._ready().query)  # a few indexed lookups per link, no graph
         for link in note.links:
-            link.resolved, others = graph.resolver.resolve(link.target, rel)
+            link.resolved, others = resolver.resolve(link.target, rel)
             link.ambiguous = others or None
         if is_conflict_copy(rel):
             note.diagnostics.append(
@@ -276,34 +279,37 @@ class Vault:
     # --- graph -------------------------------------------------------------------------------------------
 
     def graph(self) -> LinkGraph:
-        """The link graph (built on first use, rebuilt after a refresh that changed something)."""
+        """The whole link graph as networkx, for a caller that wants all of it (an export): built from the
+        links the index resolved (on first use, again after a refresh that changed something). Reading
+        notes, links, backlinks and neighbours never needs it."""
         with self._lock:
             index = self._ready()
             if self._graph is None:
-                rows = index.query("SELECT path, is_note, title, type, aliases, links FROM files")
-                self._graph = LinkGraph.build(rows)
+                self._graph = export_graph(index.query)
             return self._graph
 
     def resolve_link(self, target: str, source: str | None = None) -> str | None:
-        return self.graph().resolver.resolve(target, source)[0]
+        return IndexResolver(self._ready().query).resolve(target, source)[0]
 
     def backlinks(self, path: str) -> list[str]:
         """Notes that link to ``path``."""
-        return self.graph().backlinks(self.resolve_path(path))
+        rel = self.resolve_path(path)
+        return _backlinks(self._ready().query, rel)
 
     def neighbors(self, path: str, depth: int = 1) -> list[str]:
         """Notes within ``depth`` links of ``path`` (either direction)."""
-        return self.graph().neighbors(self.resolve_path(path), depth)
+        rel = self.resolve_path(path)
+        return _neighbors(self._ready().query, rel, depth)
 
     def unresolved_links(self) -> list[dict[str, Any]]:
-        return [u.__dict__ for u in self.graph().unresolved]
+        return [u.__dict__ for u in unresolved(self._ready().query)]
 
     # --- status ------------------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
         """Counts, problems and sync conflicts: what a user checks before trusting a run."""
         index = self._ready()
-        graph = self.graph()
+        links, unresolved_count, ambiguous = link_counts(index.query)
         rows = index.query("SELECT path, is_note, diagnostics FROM files")
         notes = [r for r in rows if r[1]]
         codes: Counter[str] = Counter()
@@ -314,7 +320,7 @@ class Vault:
                 if d.get("severity") != "info":
                     problems.append({"path": path, **d})
         conflicts = [
-            {"path": path, "original": _conflict_original(path, graph)}
+            {"path": path, "original": _conflict_original(path, {r[0] for r in rows})}
             for path, *_ in rows
             if is_conflict_copy(path)
         ]
@@ -324,9 +330,9 @@ class Vault:
             "root": str(self.root),
             "notes": len(notes),
             "attachments": len(rows) - len(notes),
-            "links": graph.link_count,
-            "unresolved_links": len(graph.unresolved),
-            "ambiguous_links": len(graph.ambiguous),
+            "links": links,
+            "unresolved_links": unresolved_count,
+            "ambiguous_links": ambiguous,
             "tags": index.query("SELECT count(DISTINCT tag) FROM note_tags")[0][0],
             "diagnostics": dict(sorted(codes.items())),
             "problems": problems,
@@ -340,11 +346,11 @@ class Vault:
         }
 
 
-def _conflict_original(path: str, graph: LinkGraph) -> str | None:
+def _conflict_original(path: str, files: set[str]) -> str | None:
     folder, name = posixpath.split(path)
     base = re.sub(r"( \([^)]*conflict[^)]*\)|\.sync-conflict-[^.]*)(?=\.[^.]+$)", "", name, flags=re.I)
     candidate = posixpath.join(folder, base)
-    return candidate if candidate in graph.resolver.exact.values() else None
+    return candidate if candidate in files else None
 
 
 def _db_size(path: Path) -> int:

@@ -1,0 +1,333 @@
+"""The link graph kept in the index: each note's links are stored when the note is indexed and resolved
+there (Obsidian's rules, ``_graph.Resolver``), so that reading a note, its backlinks, its neighbours or a
+link's target is a lookup; networkx is built only when a caller asks for the whole graph (``export``).
+
+Tables: ``lookup`` holds what a link can name a file by (its lower-cased path, its name, a note's aliases);
+``edges`` holds every link as written, with the file it resolves to (``dst``: a file id, 0 when it
+resolves to nothing, NULL while it waits to be resolved) and the other candidates of an ambiguous name.
+
+Kept right incrementally: a link depends only on the files whose name or alias ends like its target (its
+``tail``: the last path component, lower-cased, ``.md`` left off). When a file is added, removed, renamed,
+or a note's aliases change, the tails it answers to are written to ``dirty`` in the same transaction as the
+change; at the end of the update (``resolve_pending``, one transaction) the links with a dirty tail and
+the new links are resolved again. A crash in between leaves ``dirty`` and the pending links for the next
+update to finish.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ._graph import LinkGraph, Resolver, UnresolvedLink
+from ._model import Link
+from ._parse import RELATION_FIELDS
+
+__all__ = [
+    "LINK_SCHEMA",
+    "IndexResolver",
+    "backlinks",
+    "export_graph",
+    "forget_file",
+    "index_file",
+    "link_counts",
+    "link_rows",
+    "neighbors",
+    "resolve_pending",
+    "tail_key",
+    "unresolved",
+]
+
+LINK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS edges(src INTEGER NOT NULL, dst INTEGER, target TEXT NOT NULL, tail TEXT NOT NULL,
+    line INTEGER NOT NULL, kind TEXT NOT NULL, embed INTEGER NOT NULL, relation TEXT, others TEXT);
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE INDEX IF NOT EXISTS edges_tail ON edges(tail);
+CREATE TABLE IF NOT EXISTS lookup(key TEXT NOT NULL, kind INTEGER NOT NULL, file_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS lookup_key ON lookup(key, kind);
+CREATE INDEX IF NOT EXISTS lookup_file ON lookup(file_id);
+CREATE TABLE IF NOT EXISTS dirty(tail TEXT PRIMARY KEY) WITHOUT ROWID;
+"""
+LINK_TABLES = ("edges", "lookup", "dirty")
+EXACT, NAME, ALIAS = 0, 1, 2  # lookup kinds
+_BULK = 5000  # more pending links than this: resolve them against the file list read into memory
+_CHUNK = 5000
+
+# A link as stored: (target, line, kind, embed, relation)
+LinkRow = tuple[str, int, str, int, str | None]
+Query = Callable[[str, tuple[Any, ...] | list[Any]], list[tuple[Any, ...]]]
+
+
+def tail_key(target: str) -> str:
+    """What a link target or file name is filed under: its last path component, lower-cased, no ``.md``."""
+    low = target.strip().replace("\\", "/").lower().rsplit("/", 1)[-1]
+    return low[:-3] if low.endswith(".md") else low
+
+
+def link_rows(links: Iterable[Link]) -> list[LinkRow]:
+    return [
+        (
+            link.target,
+            link.line,
+            link.kind,
+            1 if link.embed else 0,
+            link.field if link.field in RELATION_FIELDS else None,
+        )
+        for link in links
+    ]
+
+
+def _lookup_rows(fid: int, path: str, aliases: Iterable[str]) -> list[tuple[str, int, int]]:
+    low = path.lower()
+    name = low.rsplit("/", 1)[-1]
+    rows = [(low, EXACT, fid), (name, NAME, fid)]
+    if name.endswith(".md"):
+        rows.append((name[:-3], NAME, fid))
+    rows += [(a.lower(), ALIAS, fid) for a in dict.fromkeys(aliases)]
+    return rows
+
+
+def mark(conn: sqlite3.Connection, tails: Iterable[str]) -> None:
+    conn.executemany("INSERT OR IGNORE INTO dirty VALUES(?)", [(t,) for t in set(tails)])
+
+
+def index_file(
+    conn: sqlite3.Connection,
+    fid: int,
+    path: str,
+    aliases: list[str],
+    links: list[LinkRow],
+    *,
+    new: bool,
+    old_aliases: list[str] | None = None,
+) -> None:
+    """Store what file ``fid`` is named by and its links (to be resolved), inside the caller's transaction.
+    ``new``: the file was not in the index (links to its name may resolve now); else ``old_aliases`` are
+    the aliases it had (links by an alias it gained or lost resolve differently)."""
+    conn.executemany("INSERT INTO lookup VALUES(?, ?, ?)", _lookup_rows(fid, path, aliases))
+    conn.executemany(
+        "INSERT INTO edges(src, target, tail, line, kind, embed, relation) VALUES(?, ?, ?, ?, ?, ?, ?)",
+        [(fid, t, tail_key(t), line, kind, embed, rel) for t, line, kind, embed, rel in links],
+    )
+    if new:
+        mark(conn, [tail_key(path), *(tail_key(a) for a in aliases)])
+    else:
+        changed = {a.lower() for a in aliases} ^ {a.lower() for a in old_aliases or []}
+        mark(conn, [tail_key(a) for a in changed])
+
+
+def aliases_of(conn: sqlite3.Connection, fid: int) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT key FROM lookup WHERE file_id = ? AND kind = ?", (fid, ALIAS))]
+
+
+def forget_file(conn: sqlite3.Connection, fid: int, *, keep_incoming: bool) -> None:
+    """Drop file ``fid``'s names and links. Unless ``keep_incoming`` (the same file is written again under
+    the same id), the links that led to it, or could have, are resolved again at the end of the update."""
+    if not keep_incoming:
+        keys = conn.execute("SELECT key FROM lookup WHERE file_id = ? AND kind != ?", (fid, EXACT)).fetchall()
+        mark(conn, [tail_key(k) for (k,) in keys])
+        conn.execute("UPDATE edges SET dst = NULL WHERE dst = ?", (fid,))
+    conn.execute("DELETE FROM lookup WHERE file_id = ?", (fid,))
+    conn.execute("DELETE FROM edges WHERE src = ?", (fid,))
+
+
+class IndexResolver(Resolver):
+    """Obsidian's resolution answered from the index's ``lookup`` table: a few indexed queries per link."""
+
+    def __init__(self, query: Query) -> None:
+        self._query = query
+
+    def _exact_lower(self, low: str) -> str | None:
+        rows = self._query(
+            "SELECT f.path FROM lookup l JOIN files f ON f.id = l.file_id WHERE l.key = ? AND l.kind = ? "
+            "ORDER BY l.file_id DESC LIMIT 1",
+            (low, EXACT),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def _paths(self, low: str, kind: int) -> list[str]:
+        rows = self._query(
+            "SELECT f.path FROM lookup l JOIN files f ON f.id = l.file_id WHERE l.key = ? AND l.kind = ? "
+            "ORDER BY l.file_id",
+            (low, kind),
+        )
+        return [r[0] for r in rows]
+
+    def _named(self, low: str) -> list[str]:
+        return self._paths(low, NAME)
+
+    def _aliased(self, low: str) -> list[str]:
+        return self._paths(low, ALIAS)
+
+
+def _memory_resolver(conn: sqlite3.Connection) -> tuple[Resolver, dict[str, int]]:
+    """Every file's names read once into memory: for a big batch of pending links (a first build)."""
+    ids: dict[str, int] = {}
+    for fid, path in conn.execute("SELECT id, path FROM files ORDER BY id"):
+        ids[path] = fid
+    aliases: dict[str, list[str]] = {}
+    for key, path in conn.execute(
+        "SELECT l.key, f.path FROM lookup l JOIN files f ON f.id = l.file_id WHERE l.kind = ? ORDER BY f.id",
+        (ALIAS,),
+    ):
+        aliases.setdefault(path, []).append(key)
+    return Resolver(list(ids), aliases), ids
+
+
+def resolve_pending(conn: sqlite3.Connection) -> int:
+    """Resolve the links whose tail is dirty and the new ones; inside the caller's write transaction (so
+    no other writer changes the files in between). Returns how many links were resolved."""
+    if conn.execute("SELECT 1 FROM dirty LIMIT 1").fetchone():
+        conn.execute("UPDATE edges SET dst = NULL WHERE tail IN (SELECT tail FROM dirty)")
+        conn.execute("DELETE FROM dirty")
+    pending = conn.execute("SELECT count(*) FROM edges WHERE dst IS NULL").fetchone()[0]
+    if not pending:
+        return 0
+    ids: dict[str, int] | None
+    if pending > _BULK:
+        resolver, ids = _memory_resolver(conn)
+    else:
+        resolver, ids = IndexResolver(lambda sql, params: conn.execute(sql, params).fetchall()), None
+    memo: dict[tuple[str, str], tuple[int, str | None]] = {}
+    while True:
+        rows = conn.execute(
+            "SELECT e.rowid, f.path, e.target FROM edges e JOIN files f ON f.id = e.src "
+            "WHERE e.dst IS NULL LIMIT ?",
+            (_CHUNK,),
+        ).fetchall()
+        if not rows:
+            break
+        updates: list[tuple[int, str | None, int]] = []
+        for rowid, source, target in rows:
+            folder = source.rsplit("/", 1)[0] if "/" in source else ""
+            key = (target, source if target == "" or target.startswith(".") else folder)
+            found = memo.get(key)
+            if found is None:
+                path, others = resolver.resolve(target, source)
+                if path is None:
+                    dst = 0
+                elif ids is not None:
+                    dst = ids.get(path, 0)
+                else:
+                    got = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+                    dst = got[0] if got else 0
+                found = memo[key] = (dst, json.dumps(others, ensure_ascii=False) if others else None)
+            updates.append((found[0], found[1], rowid))
+        conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", updates)
+    return int(pending)
+
+
+# --- reading ---------------------------------------------------------------------------------------------
+
+
+def _note_id(query: Query, path: str) -> int | None:
+    rows = query("SELECT id FROM files WHERE path = ? AND is_note = 1", (path,))
+    return int(rows[0][0]) if rows else None
+
+
+def backlinks(query: Query, path: str) -> list[str]:
+    """Notes that link to the note at ``path`` (sorted; itself left out)."""
+    fid = _note_id(query, path)
+    if fid is None:
+        return []
+    rows = query(
+        "SELECT DISTINCT f.path FROM edges e JOIN files f ON f.id = e.src WHERE e.dst = ? AND e.src != ?",
+        (fid, fid),
+    )
+    return sorted(r[0] for r in rows)
+
+
+def neighbors(query: Query, path: str, depth: int = 1) -> list[str]:
+    """Notes reachable from ``path`` within ``depth`` links, in either direction (sorted)."""
+    fid = _note_id(query, path)
+    if fid is None or depth < 1:
+        return []
+    seen = {fid}
+    frontier = [fid]
+    for _ in range(depth):
+        found: set[int] = set()
+        for i in range(0, len(frontier), 500):
+            chunk = frontier[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                r[0]
+                for r in query(
+                    f"SELECT DISTINCT e.dst FROM edges e JOIN files f ON f.id = e.dst "
+                    f"WHERE e.src IN ({marks}) AND f.is_note = 1",
+                    chunk,
+                )
+            )
+            found.update(r[0] for r in query(f"SELECT DISTINCT src FROM edges WHERE dst IN ({marks})", chunk))
+        frontier = sorted(found - seen)
+        seen.update(frontier)
+        if not frontier:
+            break
+    seen.discard(fid)
+    out: list[str] = []
+    ordered = sorted(seen)
+    for i in range(0, len(ordered), 500):
+        chunk = ordered[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        out += [r[0] for r in query(f"SELECT path FROM files WHERE id IN ({marks})", chunk)]
+    return sorted(out)
+
+
+def unresolved(query: Query) -> list[UnresolvedLink]:
+    """Links that resolve to no file, in index order (by note, then as written)."""
+    rows = query(
+        "SELECT f.path, e.target, e.line, e.kind FROM edges e JOIN files f ON f.id = e.src "
+        "WHERE e.dst = 0 ORDER BY e.src, e.rowid",
+        (),
+    )
+    return [UnresolvedLink(path, target, line, kind) for path, target, line, kind in rows]
+
+
+def link_counts(query: Query) -> tuple[int, int, int]:
+    """(links, unresolved, ambiguous) over the whole vault, counted in SQL."""
+    row = query(
+        "SELECT count(*), coalesce(sum(dst = 0), 0), coalesce(sum(others IS NOT NULL), 0) FROM edges", ()
+    )[0]
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def export_graph(query: Query) -> LinkGraph:
+    """The whole link graph as networkx, from the stored resolutions (nothing is resolved again)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    notes: dict[int, str] = {}
+    for fid, path, title, ntype in query("SELECT id, path, title, type FROM files WHERE is_note = 1", ()):
+        notes[fid] = path
+        graph.add_node(path, title=title, type=ntype)
+    result = LinkGraph(graph, IndexResolver(query))
+    rows = query(
+        "SELECT e.src, f.path, e.dst, d.path, e.target, e.line, e.kind, e.embed, e.relation, e.others "
+        "FROM edges e JOIN files f ON f.id = e.src LEFT JOIN files d ON d.id = e.dst ORDER BY e.src, e.rowid",
+        (),
+    )
+    for src, path, dst, target_path, target, line, kind, embed, relation, others in rows:
+        result.link_count += 1
+        if not dst or target_path is None:
+            result.unresolved.append(UnresolvedLink(path, target, line, kind))
+            continue
+        if others:
+            candidates = [target_path, *json.loads(others)]
+            result.ambiguous.append(
+                {"source": path, "target": target, "chose": target_path, "candidates": candidates}
+            )
+        if dst == src or dst not in notes:
+            continue  # self links and links to attachments are not graph edges
+        edge_kind = "embed" if embed else ("link" if kind in ("wikilink", "markdown") else kind)
+        if graph.has_edge(path, target_path):
+            data = graph.edges[path, target_path]
+            data["count"] += 1
+            if relation:
+                data.setdefault("relations", set()).add(relation)
+        else:
+            graph.add_edge(
+                path, target_path, kind=edge_kind, count=1, **({"relations": {relation}} if relation else {})
+            )
+    return result
