@@ -205,7 +205,8 @@ export function bestLayout(nodes, opts, room, height) {
   for (let perRow = 3; perRow <= 16; perRow++) {
     const lay = layout(nodes, { ...opts, perRow });
     const k = Math.min(1, room / lay.width, height / lay.height);
-    if (!best || k > best.k + 0.001) best = { k, lay };
+    // Equal scales (both natural size): the lower layout, so a row wraps only when it must.
+    if (!best || k > best.k + 0.001 || (k > best.k - 0.001 && lay.height < best.lay.height)) best = { k, lay };
     if (lay.width > room * 3) break;
   }
   return best.lay;
@@ -887,7 +888,7 @@ function render({ model, el }) {
       track.appendChild(bar);
       const tok = h("span", "shad-dag__tl-tokens");
       const tbar = h("span", "shad-dag__tl-token-bar");
-      tbar.style.width = ((100 * (n.tokens || 0)) / maxTokens).toFixed(1) + "%";
+      tbar.style.width = ((60 * (n.tokens || 0)) / maxTokens).toFixed(1) + "px";
       tok.append(tbar, h("span", "shad-dag__tl-token-num", num(n.tokens || 0)));
       row.append(h("span", "shad-dag__tl-id", n.id), track, tok);
       row.addEventListener("click", () => select(n.id));
