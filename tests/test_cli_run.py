@@ -7,15 +7,19 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _cli import Result, caller, dead_process
+from _fake_llm import FakeLLMServer, prompt_of, well_behaved
 
 from engine import Budgets, Run, RunConfig, run
+from engine.store.history import list_runs
 
 REPO = Path(__file__).resolve().parent.parent
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
@@ -191,6 +195,21 @@ def test_status_by_id_alone_in_text_and_json(shad: Any, vault: Path) -> None:
     assert by_path.code == 0 and by_path.json()["run_id"] == done.id
 
 
+def test_status_without_an_id_is_the_latest_run(shad: Any, vault: Path) -> None:
+    nothing = shad("status")
+    assert nothing.code == 2
+    assert_one_line_error(nothing, "no runs yet", 'shad run "GOAL"')
+    offline_run(SIMPLE, vault)
+    latest = offline_run(MULTI, vault, max_tokens=TINY)
+    text = shad("status")
+    assert text.code == 0, text.err
+    assert text.out.startswith(f"{latest.id} PARTIAL") and f"shad resume {latest.id}" in text.out
+    assert text.out == shad("status", latest.id).out
+    as_json = shad("status", "--json")  # the same JSON as with the id
+    assert as_json.code == 0 and as_json.json() == shad("status", latest.id, "--json").json()
+    assert as_json.json()["run_id"] == latest.id
+
+
 def test_status_and_runs_of_a_killed_run_say_interrupted_and_resume_finishes_it(
     shad: Any, vault: Path
 ) -> None:
@@ -311,3 +330,48 @@ def test_subprocess_run_json_and_usage_error(vault: Path, shad_home: Path) -> No
     )
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_ctrl_c_during_a_run_prints_one_line_with_the_resume_command(vault: Path, shad_home: Path) -> None:
+    """A real ``shad run`` process gets SIGINT while its first model call (the plan, to the local stand-in
+    for the model API) is in flight: one line naming ``shad resume RUN_ID``, exit 130, no traceback; the
+    command it names finishes the run."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def reply(body: dict[str, Any]) -> str:
+        prompt = prompt_of(body)
+        if "Reply with JSON only" not in prompt and "as valid JSON only" not in prompt:
+            return well_behaved(prompt)
+        if not release.is_set():  # the first plan call waits for the Ctrl-C
+            arrived.set()
+            release.wait(60)
+        asks = [a.strip() + "?" for a in MULTI.split("?") if a.strip()]
+        return json.dumps({"nodes": [{"id": f"ask{i}", "task": a} for i, a in enumerate(asks)]})
+
+    with FakeLLMServer(reply=reply) as fake:
+        env = dict(os.environ, SHAD_HOME=str(shad_home), ANTHROPIC_BASE_URL=fake.base_url)
+        env["ANTHROPIC_API_KEY"] = "sk-ant-test-interrupt-0000000000000"
+        cmd = [sys.executable, "-m", "engine.cli", "run", MULTI, "--vault", str(vault), "--no-code-mode"]
+        proc = subprocess.Popen(
+            [*cmd, "--provider", "anthropic"], env=env, cwd=REPO, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert arrived.wait(120), "the run never asked for its plan"
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 130, err
+        assert "Traceback" not in out + err
+        (line,) = err.strip().splitlines()
+        run_id = next(iter(r["run_id"] for r in list_runs(1)))
+        assert line == f"shad: interrupted: run {run_id} stopped PARTIAL; to continue: shad resume {run_id}"
+        resumed = subprocess.run(
+            [sys.executable, "-m", "engine.cli", *line.split("to continue: shad ")[1].split(), "--json"],
+            env=env, cwd=REPO, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+        assert json.loads(resumed.stdout)["status"] == "SUCCESS"

@@ -35,7 +35,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run RUN_ID again as a new run, every model call answered from its recording: the same DAG, "
         "decisions and citations, and no model call made.",
     ),
-    "status": ("_status", "status_cmd", "Status, goal, metrics, missing branches and failures of a run."),
+    "status": (
+        "_status",
+        "status_cmd",
+        "Status, goal, metrics, missing branches and failures of a run (without RUN_ID: the latest).",
+    ),
     "trace": ("_status", "trace_group", "Look inside a run: its DAG, or one node."),
     "export": (
         "_export",

@@ -14,6 +14,7 @@ from rich.tree import Tree
 
 from ..events import EventKind, kind_of
 from ..runs.dag import Node, NodeStatus
+from ._term import shorten
 
 __all__ = ["COLOURS", "LiveTree", "render_tree"]
 
@@ -28,9 +29,16 @@ COLOURS = {
 }
 
 
-def render_tree(nodes: Iterable[Node], title: str = "run", *, notes: Mapping[str, str] | None = None) -> Tree:
+def render_tree(
+    nodes: Iterable[Node],
+    title: str = "run",
+    *,
+    notes: Mapping[str, str] | None = None,
+    task_limit: int | None = None,
+) -> Tree:
     """Parents over children, colour by status, tokens and time per node; ``notes`` adds a short word
-    after a node (a software run's files and checks: ``+3 files · checks ✗ 2``)."""
+    after a node (a software run's files and checks: ``+3 files · checks ✗ 2``). Tasks are whole unless
+    ``task_limit`` shortens them (at a word boundary, marked ``…``: the live view stays compact)."""
     tree = Tree(Text(title, style="bold"))
     ordered = list(nodes)
     children: dict[str | None, list[Node]] = {}
@@ -40,7 +48,7 @@ def render_tree(nodes: Iterable[Node], title: str = "run", *, notes: Mapping[str
     def label(n: Node) -> Text:
         text = Text(f"{n.id} ", style="bold")
         text.append(n.status.value, style=COLOURS.get(n.status.value, ""))
-        text.append(f"  {n.task[:80]}")
+        text.append(f"  {shorten(n.task, task_limit) if task_limit else n.task}")
         if n.tokens or n.duration_ms:
             text.append(f"  ({n.tokens} tok, {n.duration_ms / 1000:.1f}s)", style="dim")
         note = (notes or {}).get(n.id)
@@ -82,7 +90,7 @@ class LiveTree:
     def render(self) -> Tree | Text:
         if not self.nodes:
             return Text("starting…")
-        return render_tree(self.nodes.values(), f"shad {self.run_id}", notes=self.notes)
+        return render_tree(self.nodes.values(), f"shad {self.run_id}", notes=self.notes, task_limit=80)
 
     @property
     def notes(self) -> dict[str, str]:

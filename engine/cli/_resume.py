@@ -11,7 +11,7 @@ from ..errors import ShadError, UsageError
 from ..runs import Run
 from ..runs.budget import extra_tokens
 from ._policy import default_policy, policy_option
-from ._run import err, print_outcome
+from ._run import err, interruptible, print_outcome
 
 __all__ = ["replay_cmd", "resume_cmd", "resume_run"]
 
@@ -36,19 +36,22 @@ def resume_run(
         raise UsageError("give --budget or --max-tokens, not both")
     previous = Run.load(run_id)
     decider = TerminalDecider() if checkpoints == "ask" else None
-    run = asyncio.run(
-        aresume(
-            run_id,
-            add_tokens=extra_tokens(budget, previous.config.budgets.max_tokens if previous.config else 0),
-            max_tokens=max_tokens,
-            max_depth=max_depth,
-            max_nodes=max_nodes,
-            max_branching=max_branching,
-            replay=replay,
-            store_url=store_url,
-            checkpoints=checkpoints,
-            decider=decider,
-        )
+    run = interruptible(
+        lambda: asyncio.run(
+            aresume(
+                run_id,
+                add_tokens=extra_tokens(budget, previous.config.budgets.max_tokens if previous.config else 0),
+                max_tokens=max_tokens,
+                max_depth=max_depth,
+                max_nodes=max_nodes,
+                max_branching=max_branching,
+                replay=replay,
+                store_url=store_url,
+                checkpoints=checkpoints,
+                decider=decider,
+            )
+        ),
+        lambda: previous.id,
     )
     if not as_json:
         resumed = [e for e in run.events if e.get("type") == "RUN_RESUMED"]

@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.markup import escape
 
 from ..config import Budgets, RunConfig
-from ..errors import UsageError
+from ..errors import ShadError, UsageError
 from ..runs import Run
 from ._live import LiveTree, render_tree
 from ._policy import policy_option
 from ._software import software_config, software_options
+from ._term import show, show_markdown
 from ._vault import check_backends
 
-__all__ = ["err", "out", "print_json", "print_outcome", "run_cmd"]
+__all__ = ["err", "interruptible", "out", "print_json", "print_outcome", "run_cmd"]
 
+# Lines are never wrapped by us (a terminal wraps them for the eye, a pipe gets them whole: a path or a
+# citation copies as one piece); layouts go through ``_term.show``, which wraps them on a terminal only.
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:
@@ -259,20 +262,45 @@ def run_cmd(
     )
     decider = TerminalDecider() if policy == "ask" else None
     live_view = err.is_terminal and not as_json
-    tree = LiveTree()
+    tree = LiveTree()  # folds the events in (and so knows the run's id, should Ctrl-C stop it)
 
     async def go() -> Run:
         if not live_view:
-            return await arun(config, decider=decider)
-        with Live(console=err, refresh_per_second=8, transient=True, get_renderable=tree.render) as live:
+            return await arun(config, decider=decider, on_event=tree.apply)
+        # its own console, which wraps: the live tree's lines wrap at word boundaries instead of being cut
+        console = Console(stderr=True, highlight=False)
+        with Live(console=console, refresh_per_second=8, transient=True, get_renderable=tree.render) as live:
             if decider is not None:
                 decider.live = live  # a question on the terminal puts the live view aside
             return await arun(config, decider=decider, on_event=tree.apply)
 
-    run = asyncio.run(go())
+    run = interruptible(lambda: asyncio.run(go()), lambda: tree.run_id)
     if live_view:
-        err.print(render_tree(run.dag, f"shad {run.id}", notes=tree.notes))
+        show(err, render_tree(run.dag, f"shad {run.id}", notes=tree.notes))
     return print_outcome(run, as_json)
+
+
+def interruptible(work: Callable[[], Run], run_id: Callable[[], str]) -> Run:
+    """``work()``; on Ctrl-C one line saying how to continue the run (asyncio cancels the run, which
+    closes as PARTIAL and resumable) instead of a traceback, and exit code 130 as before."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        stopped = run_id()
+        if not stopped:  # Ctrl-C before the run started: there is nothing to continue
+            err.print("shad: interrupted before the run started")
+            raise click.exceptions.Exit(130) from None
+        status, command = "stopped", f"shad resume {stopped}"
+        try:
+            run = Run.load(stopped)
+            status = f"stopped {run.status.value}"
+            command = run.summary.get("resume_command") or command
+        except ShadError:  # a history cut short mid-write: its id still names the resume command
+            pass
+        err.print(
+            f"shad: interrupted: run {escape(stopped)} {status}; to continue: [bold]{escape(command)}[/]"
+        )
+        raise click.exceptions.Exit(130) from None
 
 
 def print_outcome(run: Run, as_json: bool) -> int:
@@ -295,8 +323,4 @@ def print_outcome(run: Run, as_json: bool) -> int:
 
 def _print_report(run: Run) -> None:
     """Rendered on a terminal; the plain markdown (without frontmatter) when piped or redirected."""
-    body = run.report.split("\n---\n", 1)[-1].lstrip("\n")
-    if out.is_terminal:
-        out.print(Markdown(body))
-    else:
-        click.echo(body)
+    show_markdown(out, run.report.split("\n---\n", 1)[-1].lstrip("\n"))

@@ -1,12 +1,12 @@
-"""``shad status RUN_ID``, ``shad runs`` and ``shad trace tree|node``: what became of runs."""
+"""``shad status [RUN_ID]``, ``shad runs`` and ``shad trace tree|node``: what became of runs."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 import click
 from rich.console import Group
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -16,16 +16,25 @@ from ..runs import Run, RunStatus
 from ..store.history import list_runs
 from ._live import render_tree
 from ._run import err, out, print_json
+from ._term import shorten, show, show_markdown
 
-__all__ = ["runs_cmd", "status_cmd", "trace_group"]
+__all__ = ["latest_run_id", "runs_cmd", "status_cmd", "trace_group"]
+
+
+def latest_run_id() -> str:
+    """The newest run's id (``shad status`` without one)."""
+    runs = list_runs(1)
+    if not runs:
+        raise UsageError("there are no runs yet", hint='start one with shad run "GOAL" --vault DIR')
+    return str(runs[0]["run_id"])
 
 
 @click.command("status")
-@click.argument("run_id")
+@click.argument("run_id", required=False)
 @click.option("--json", "as_json", is_flag=True)
-def status_cmd(run_id: str, as_json: bool) -> int:
-    """Status, goal, metrics, missing branches and failures of a run."""
-    run = Run.load(run_id)
+def status_cmd(run_id: str | None, as_json: bool) -> int:
+    """Status, goal, metrics, missing branches and failures of a run (without RUN_ID: the latest)."""
+    run = Run.load(run_id or latest_run_id())
     if as_json:
         print_json(
             run.summary or {"run_id": run.id, "status": run.status.value, "history_dir": str(run.history.dir)}
@@ -72,7 +81,7 @@ def trace_group() -> None:
 def trace_tree_cmd(run_id: str) -> int:
     """The run's DAG with each node's status, tokens and time."""
     run = Run.load(run_id)
-    out.print(render_tree(run.dag, f"{run.id} {run.status.value}"))
+    show(out, render_tree(run.dag, f"{run.id} {run.status.value}"))
     return 0
 
 
@@ -91,26 +100,34 @@ def trace_node_cmd(run_id: str, node_id: str, as_json: bool) -> int:
     if as_json:
         print_json(node.to_dict())
         return 0
-    table = Table(show_header=False, box=None)
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
     for key in ("id", "stage", "depth", "parent", "status", "tokens", "llm_calls", "duration_ms", "note"):
-        table.add_row(f"[cyan]{key}[/]", escape(str(getattr(node, key, ""))))
+        table.add_row(Text(key, style="cyan"), Text(_field(getattr(node, key, None))))
     parts: list[Any] = [table, Text(f"\nTask: {node.task}", style="bold")]
     retrieval = node.retrieval or {}
     if retrieval:
-        parts.append(
-            Text(
-                f"Retrieval ({retrieval.get('method')}): queries {retrieval.get('queries')}, "
-                f"score {retrieval.get('retrieval_score')}"
-            )
-        )
-        for c in retrieval.get("context", []):
-            parts.append(Text(f"  {c['citation']}  {c['text'][:160]!r}", style="dim"))
+        said = [f"queries: {'; '.join(map(str, retrieval['queries']))}"] if retrieval.get("queries") else []
+        if retrieval.get("retrieval_score") is not None:
+            said.append(f"score {retrieval['retrieval_score']}")
+        method = f" ({retrieval['method']})" if retrieval.get("method") else ""
+        parts.append(Text(f"Retrieval{method}" + (": " + ", ".join(said) if said else "")))
+        for c in retrieval.get("context", []):  # the citation whole; its passage shortened to a glimpse
+            parts.append(Text(f"  {c['citation']}  {shorten(str(c.get('text', '')), 160)}", style="dim"))
+    show(out, Group(*parts))
     if node.answer:
-        parts += [Text("\nAnswer:", style="bold"), Markdown(node.answer)]
+        out.print(Text("\nAnswer:", style="bold"))
+        show_markdown(out, node.answer)
     if node.error:
-        parts.append(Text(f"\nError: {node.error['error_class']}: {node.error['message']}", style="red"))
-    out.print(Group(*parts))
+        out.print(Text(f"\nError: {node.error['error_class']}: {node.error['message']}", style="red"))
     return 0
+
+
+def _field(value: Any) -> str:
+    """A node's field as a person reads it: an enum by its value (never ``NodeStatus.SUCCEEDED``),
+    nothing for a missing one."""
+    if isinstance(value, Enum):
+        return str(value.value)
+    return "" if value is None else str(value)
 
 
 @click.command("runs")
@@ -127,6 +144,6 @@ def runs_cmd(limit: int, as_json: bool) -> int:
         return 0
     table = Table("run id", "status", "goal", box=None)
     for r in runs:
-        table.add_row(r["run_id"], r["status"], escape(r["goal"][:80]))
-    out.print(table)
+        table.add_row(r["run_id"], r["status"], Text(shorten(r["goal"], 80)))
+    show(out, table)
     return 0
