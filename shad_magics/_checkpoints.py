@@ -19,6 +19,7 @@ from engine import Run, RunStatus
 
 from . import _launch
 from ._args import CHECKPOINT_POLICIES
+from ._cell import displays_of
 from ._errors import ShadRunError
 from ._lines import Info, _md
 from ._result import ShadResult
@@ -143,6 +144,7 @@ class CheckpointPanel:
         make_dag: bool = False,
         format: str = "markdown",
         bind: Callable[[ShadResult], None] | None = None,
+        view: Any = None,
     ) -> None:
         import ipywidgets  # type: ignore[import-untyped]
 
@@ -151,6 +153,7 @@ class CheckpointPanel:
         self._make_dag = make_dag and dag is None  # a listing has no DAG widget: one appears on resume
         self._format = format
         self._bind = bind  # e.g. rebinds the cell's -o NAME to the finished run
+        self.view = view  # the cell's RunView: its line and report follow the resumed run in place
         self._lock = threading.Lock()
         self._shown: dict[tuple[str, str], Any] = {}
         self.job: Job | None = None
@@ -197,7 +200,11 @@ class CheckpointPanel:
         def done(job: Job) -> None:
             self._resumed(run_id, job)
 
-        self.job = _launch.start(launch, widget=self.dag, config=previous.config, on_done=done)
+        sink = None
+        if self.view is not None:  # the cell's line counts the resumed run live
+            self.view.restart()
+            sink = self.view.sink(True)
+        self.job = _launch.start(launch, widget=self.dag, config=previous.config, on_event=sink, on_done=done)
 
     def _of(self, run_id: str) -> list[Any]:
         with self._lock:
@@ -227,15 +234,30 @@ class CheckpointPanel:
         self._show_result(run)
 
     def _show_result(self, run: Run) -> None:
-        """The resumed run's report below the widgets (an Output's outputs are a trait: thread-safe)."""
-        import ipywidgets
-
-        self.result = ShadResult(run, format=self._format, widget=self.dag)
-        self.result.checkpoints = self
-        out = ipywidgets.Output()
-        with contextlib.suppress(Exception):  # no IPython to format it (plain Python): the DAG still shows
-            out.append_display_data(self.result)
-            self.box.children = (*self.box.children, out)
+        """The resumed run's report replaces the paused one wherever this kernel showed the run (its
+        line and report displays, updated in place); a listing with no report shown yet gets it below
+        the widgets (an Output's outputs are a trait: thread-safe)."""
+        result = ShadResult(run, format=self._format, widget=self.dag)
+        result.checkpoints = self
+        views = displays_of(run.id)
+        if self.view is not None and self.view not in views:
+            views.append(self.view)
+        shown = False
+        for view in views:
+            with contextlib.suppress(Exception):  # no front end to update (plain Python): the DAG shows
+                view.replace(result)
+                shown = shown or view.result is not None
+        if not shown:
+            self._append_report(result)
+        self.result = result
         if self._bind is not None:
             with contextlib.suppress(Exception):
-                self._bind(self.result)
+                self._bind(result)
+
+    def _append_report(self, result: ShadResult) -> None:
+        import ipywidgets
+
+        data, metadata = result._repr_mimebundle_()
+        out = ipywidgets.Output()
+        out.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata},)
+        self.box.children = (*self.box.children, out)

@@ -7,7 +7,7 @@ from typing import Any
 
 from engine.errors import ShadError, UsageError
 
-__all__ = ["ShadPartialWarning", "ShadRunError", "ShadUsageError", "short_traceback"]
+__all__ = ["ShadPartialWarning", "ShadRunCancelled", "ShadRunError", "ShadUsageError", "short_traceback"]
 
 
 def _lines(exc: ShadError) -> list[str]:
@@ -35,6 +35,15 @@ class ShadRunError(ShadError):
 
     def _render_traceback_(self) -> list[str]:
         return _lines(self)
+
+
+class ShadRunCancelled(ShadRunError, KeyboardInterrupt):
+    """A kernel interrupt stopped a run: its history is kept (status PARTIAL) and ``%shad resume RUN_ID``
+    continues it. Still a ``KeyboardInterrupt``, so code that stops on one still does; it renders as
+    one line, without the frames of the wait it interrupted."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [self.message]
 
 
 class ShadPartialWarning(UserWarning):

@@ -18,7 +18,7 @@ from ._errors import ShadUsageError
 from ._result import ShadResult
 from ._runner import CLEANUP_WAIT, Job, check_outcome, outcome
 
-__all__ = ["Defaults", "arun", "config_for", "default_vaults", "make_widget", "start"]
+__all__ = ["Defaults", "arun", "config_for", "default_vaults", "make_widget", "show_stopped", "start"]
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -119,7 +119,20 @@ def start(
         if on_done is not None:
             on_done(job)
 
-    return Job(launch, on_event=fan_out if sinks else None, on_done=done)
+    job = Job(launch, on_event=fan_out if sinks else None, on_done=done)
+    if widget is not None and hasattr(widget, "stop_handler"):
+        with contextlib.suppress(Exception):  # the DAG widget's Stop button cancels this run
+            widget.stop_handler = job.stop
+            job.on_cell_wait = widget.set_cell_waiting
+    return job
+
+
+def show_stopped(widget: Any, run_id: str | None) -> None:
+    """An interrupted run's DAG widget shows the run as its history has it (PARTIAL), not RUNNING."""
+    if widget is None or not run_id or not callable(getattr(widget, "show_run", None)):
+        return
+    with contextlib.suppress(Exception):
+        widget.show_run(Run.load(run_id))
 
 
 def run_launcher(config: RunConfig) -> Callable[[EventSink], Awaitable[Run]]:

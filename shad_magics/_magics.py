@@ -24,6 +24,7 @@ from ._args import (
     parse_subcommand,
     split_line,
 )
+from ._cell import RunView
 from ._checkpoints import (
     CheckpointList,
     CheckpointPanel,
@@ -33,7 +34,7 @@ from ._checkpoints import (
     resolve_policy,
 )
 from ._context import build_context
-from ._errors import ShadUsageError, short_traceback
+from ._errors import ShadRunCancelled, ShadUsageError, short_traceback
 from ._result import ShadResult
 from ._runner import Job, RunHandle, check_outcome, wait
 
@@ -135,15 +136,17 @@ class ShadMagics(Magics):
             ctx.cleanup()
             raise
         widget = self._show_widget(args.widget)
-        panel = self._panel(widget, policy, args.format, args.output, args.background)
+        view = self._view(args.background)
+        panel = self._panel(widget, policy, args.format, args.output, args.background, view)
         job = _launch.start(
             _launch.run_launcher(config),
             widget=widget,
             config=config,
             context=ctx,
-            on_done=_pause_in(panel, args.background),
+            on_event=view.sink(args.background),
+            on_done=_on_done(view, panel, args.background),
         )
-        return self._deliver(job, widget, args.format, args.output, args.background, policy, panel)
+        return self._deliver(job, widget, args.format, args.output, args.background, policy, panel, view)
 
     def _session_options(self) -> dict[str, Any]:
         names = ("provider", "history_dir", "strategy")
@@ -167,6 +170,12 @@ class ShadMagics(Magics):
             self._display(widget)
         return widget
 
+    def _view(self, background: bool) -> RunView:
+        """The cell's progress line (shown now, below the DAG widget); none in a terminal."""
+        view = RunView(enabled=type(self.shell).__name__ != "TerminalInteractiveShell")
+        view.show()
+        return view
+
     def _display(self, obj: Any) -> None:
         # A terminal cannot show a widget at all; everywhere else (a kernel, even a headless one, or an
         # embedded shell) displaying it is harmless and nothing waits for it.
@@ -176,7 +185,13 @@ class ShadMagics(Magics):
             display(obj)  # type: ignore[no-untyped-call]
 
     def _panel(
-        self, widget: Any, policy: str, fmt: str | None, output: str | None, background: bool
+        self,
+        widget: Any,
+        policy: str,
+        fmt: str | None,
+        output: str | None,
+        background: bool,
+        view: RunView | None = None,
     ) -> CheckpointPanel | None:
         """Where this cell's checkpoint widgets go under ``pause`` (None otherwise). A background run
         shows its (empty until needed) box now: once the cell has ended, nothing else could."""
@@ -188,7 +203,7 @@ class ShadMagics(Magics):
             if output and not background and shell is not None:
                 shell.user_ns[output] = result
 
-        panel = CheckpointPanel(widget, format=fmt or self.format, bind=bind)
+        panel = CheckpointPanel(widget, format=fmt or self.format, bind=bind, view=view)
         if background:
             self._display(panel.box)
         return panel
@@ -202,6 +217,7 @@ class ShadMagics(Magics):
         background: bool,
         policy: str,
         panel: CheckpointPanel | None,
+        view: RunView,
     ) -> Any:
         fmt = fmt or self.format
 
@@ -209,6 +225,7 @@ class ShadMagics(Magics):
             result = ShadResult(run, format=fmt, widget=widget)
             if output and not background and self.shell is not None:
                 self.shell.user_ns[output] = result  # bound even when the run failed, to look into it
+            view.finish(result)  # the line says how it ended; earlier displays of this run follow
             if run.status == RunStatus.NEEDS_HUMAN:
                 if policy == "fail":
                     raise needs_human_error(run)
@@ -217,7 +234,7 @@ class ShadMagics(Magics):
                     if not background:  # (a background run's box is shown already, filled on the way)
                         panel.show(run.id)
                         self._display(panel.box)  # below the DAG widget, above the result
-            check_outcome(run)
+            check_outcome(run, person_here=panel is not None)
             return result
 
         if background:
@@ -225,7 +242,13 @@ class ShadMagics(Magics):
             if output and self.shell is not None:
                 self.shell.user_ns[output] = handle
             return handle
-        return finish(wait(job))
+        try:
+            run = wait(job, tick=view.tick)
+        except ShadRunCancelled as exc:
+            view.cancelled(exc.status)
+            _launch.show_stopped(widget, exc.run_id)
+            raise
+        return finish(run)
 
     # --- %shad subcommands -----------------------------------------------------------------------------
 
@@ -316,11 +339,16 @@ class ShadMagics(Magics):
             return engine.aresume(run_id, on_event=sink, **kwargs)
 
         widget = self._show_widget(not ns.no_widget)
-        panel = self._panel(widget, policy, ns.format, ns.output, ns.background)
+        view = self._view(ns.background)
+        panel = self._panel(widget, policy, ns.format, ns.output, ns.background, view)
         job = _launch.start(
-            launch, widget=widget, config=previous.config, on_done=_pause_in(panel, ns.background)
+            launch,
+            widget=widget,
+            config=previous.config,
+            on_event=view.sink(ns.background),
+            on_done=_on_done(view, panel, ns.background),
         )
-        return self._deliver(job, widget, ns.format, ns.output, ns.background, policy, panel)
+        return self._deliver(job, widget, ns.format, ns.output, ns.background, policy, panel, view)
 
     def _sub_checkpoint(self, ns: Any) -> Any:
         """No decision: the pending checkpoints (a table, and their widgets). A decision: record it and,
@@ -370,6 +398,20 @@ class ShadMagics(Magics):
         current = {name: getattr(self, name) for name in sorted(traits)}
         text = "\n".join(f"- `{k}` = `{v!r}`" for k, v in current.items())
         return _lines.Info(text, current)
+
+
+def _on_done(view: RunView, panel: CheckpointPanel | None, background: bool) -> Any:
+    """A background run's line says how it ended as soon as it does; its checkpoints show (under pause)."""
+    if not background:
+        return None
+    pause = _pause_in(panel, background)
+
+    def done(job: Job) -> None:
+        view.ended(job)
+        if pause is not None:
+            pause(job)
+
+    return done
 
 
 def _pause_in(panel: CheckpointPanel | None, background: bool) -> Any:

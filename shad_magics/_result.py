@@ -113,6 +113,8 @@ class ShadResult:
         self._roots = roots
         self.citations: list[dict[str, Any]] = citation_links(run.citations, roots)
         self._metrics: Any = None
+        self._display_id: str | None = None  # the display this result shows in (replaced on a resume)
+        self._view: Any = None  # the RunView of the cell that ran it, if any
         self._markdown: str | None = None
         # A software run's artifacts, read on first access: the manifest, verify.json, the two frames.
         self._code: tuple[Manifest | None, dict[str, Any] | None] | None = None
@@ -356,7 +358,16 @@ class ShadResult:
         reason = self.summary.get("stop_reason") or (
             "a human decision is needed" if status is RunStatus.NEEDS_HUMAN else "some parts did not finish"
         )
-        more = f" — to continue: `%shad resume {self.run.id}`" if status not in _FAILED else ""
+        if status is RunStatus.NEEDS_HUMAN:  # the same words as the warning a terminal run gets
+            waiting = [
+                str(c.get("node_id")) for c in self.summary.get("checkpoints") or [] if not c.get("decision")
+            ]
+            reason = (
+                f"waiting for a decision at {', '.join(waiting)}" if waiting else "waiting for a decision"
+            )
+            more = f" — decide in its checkpoint widgets or with `%shad checkpoint {self.run.id}`"
+        else:
+            more = f" — to continue: `%shad resume {self.run.id}`" if status not in _FAILED else ""
         return f"> **⚠ {status.value}**: {reason}{more}\n\n"
 
     @property
@@ -388,6 +399,18 @@ class ShadResult:
             data["text/plain"] = f"{self._status_line()}\n\n{self._body()}"
         metadata = {MIME: {"run_id": self.run.id, "status": self.run.status.value}}
         return data, metadata
+
+    def _ipython_display_(self) -> None:
+        # Shown as a display with an id (not as an execute_result, which cannot be updated): when the run
+        # goes on (a checkpoint decided, a resume), this output is replaced in place by its new state.
+        from IPython.display import display
+
+        if self._display_id is None:
+            self._display_id = f"shad-report-{self.run.id}-{id(self):x}"
+        data, metadata = self._repr_mimebundle_()
+        display(data, raw=True, metadata=metadata, display_id=self._display_id)  # type: ignore[no-untyped-call]
+        if self._view is not None:  # the cell's RunView: its report display now exists to be replaced
+            self._view.result = self
 
     def __repr__(self) -> str:
         return f"<ShadResult {self.run.id} {self.run.status.value}>"

@@ -2,8 +2,9 @@
 
 A cell submits ``engine.arun`` there (``asyncio.run_coroutine_threadsafe``) and waits in short slices,
 so a kernel interrupt (KeyboardInterrupt) lands in the waiting cell: the run is cancelled, the engine
-writes its history (status PARTIAL, stop reason "interrupted"), and the interrupt is raised again. The
-kernel's own event loop is never nested or patched, and nothing here ever prints.
+writes its history (status PARTIAL, stop reason "interrupted"), and ``ShadRunCancelled`` (a
+KeyboardInterrupt) says so in one line with the resume command. The kernel's own event loop is never
+nested or patched, and nothing here ever prints.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 
 from engine import Run, RunStatus
 
-from ._errors import ShadPartialWarning, ShadRunError, short_traceback
+from ._errors import ShadPartialWarning, ShadRunCancelled, ShadRunError, short_traceback
 
-__all__ = ["CLEANUP_WAIT", "Job", "RunHandle", "check_outcome", "engine_loop", "wait"]
+__all__ = ["CLEANUP_WAIT", "Job", "RunHandle", "cancelled", "check_outcome", "engine_loop", "wait"]
 
 POLL = 0.1  # seconds per wait slice: how soon an interrupt is noticed
 CLEANUP_WAIT = 60.0  # after a cancel, how long to wait for the engine to write the run's history
@@ -62,6 +63,10 @@ class Job:
         self.run: Run | None = None
         self.error: BaseException | None = None
         self.cancelled = False
+        self.stopped = False  # cancelled by the DAG widget's Stop button
+        # Told (True) when a cell starts blocking on this job: the kernel then cannot hear its widget's
+        # Stop message until the cell ends, so the widget interrupts the kernel instead.
+        self.on_cell_wait: Callable[[bool], None] | None = None
         self.run_id: str | None = None
         self.events = 0
         self._count_lock = threading.Lock()
@@ -113,39 +118,72 @@ class Job:
             # the engine wrote anything (and skip our clean-up when the task had not started yet).
             self._loop.call_soon_threadsafe(self._cancel_in_loop)
 
+    def stop(self) -> None:
+        """The DAG widget's Stop button: cancel as an interrupt would, so the waiting cell ends the same
+        way (one line: PARTIAL and the resume command)."""
+        self.stopped = True
+        self.cancel()
+
     def _cancel_in_loop(self) -> None:
         self._cancel_asked = True
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait in short slices (so an interrupt can land); True once finished."""
+    def wait(self, timeout: float | None = None, tick: Callable[[], None] | None = None) -> bool:
+        """Wait in short slices (so an interrupt can land), calling ``tick`` after each (the cell's
+        progress line); True once finished."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self.on_cell_wait is not None and threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(Exception):
+                self.on_cell_wait(not self.finished.is_set())
         while not self.finished.is_set():
             left = POLL if deadline is None else min(POLL, deadline - time.monotonic())
             if left <= 0:
                 return False
             self.finished.wait(left)
+            if tick is not None:
+                with contextlib.suppress(Exception):  # a display problem must never stop the wait
+                    tick()
         return True
 
 
-def wait(job: Job) -> Run:
-    """Block the cell until the job ends; a KeyboardInterrupt cancels the run cleanly, then is raised
-    again. Returns the finished run or raises what the run raised."""
+def wait(job: Job, tick: Callable[[], None] | None = None) -> Run:
+    """Block the cell until the job ends; a KeyboardInterrupt cancels the run cleanly and raises
+    ``ShadRunCancelled`` (one line, the resume command). Returns the finished run or raises what the
+    run raised."""
     try:
-        job.wait()
+        job.wait(tick=tick)
     except KeyboardInterrupt:
         job.cancel()
         with contextlib.suppress(KeyboardInterrupt):  # a second one: stop waiting for the history
             job.wait(CLEANUP_WAIT)
-        raise
+        raise cancelled(job) from None
     return outcome(job)
+
+
+def cancelled_status(run_id: str | None) -> str:
+    """What the engine wrote for an interrupted run (PARTIAL unless it says otherwise)."""
+    if run_id:
+        with contextlib.suppress(Exception):
+            return Run.load(run_id).status.value
+    return RunStatus.PARTIAL.value
+
+
+def cancelled(job: Job) -> ShadRunCancelled:
+    status = cancelled_status(job.run_id) if job.finished.is_set() else RunStatus.PARTIAL.value
+    if job.run_id is None:
+        return ShadRunCancelled("Run cancelled before it started", status=status)
+    return ShadRunCancelled(
+        f"Run cancelled: {status}; `%shad resume {job.run_id}`", run_id=job.run_id, status=status
+    )
 
 
 def outcome(job: Job) -> Run:
     if job.error is not None:
         raise short_traceback(job.error)
     if job.run is None:
+        if job.stopped:
+            raise cancelled(job)
         raise ShadRunError(
             f"run {job.run_id or '(not started)'} was cancelled",
             hint=f"its history is kept: %shad status {job.run_id}" if job.run_id else None,
@@ -155,9 +193,11 @@ def outcome(job: Job) -> Run:
     return job.run
 
 
-def check_outcome(run: Run) -> None:
+def check_outcome(run: Run, person_here: bool = False) -> None:
     """FAILED runs raise ``ShadRunError``; PARTIAL / NEEDS_HUMAN warn (the result is still returned; a
-    NEEDS_HUMAN run under the ``fail`` policy raised before this)."""
+    NEEDS_HUMAN run under the ``fail`` policy raised before this). With ``person_here`` (the cell shows
+    checkpoint widgets someone can click), NEEDS_HUMAN does not warn: a warning on stderr could never be
+    taken back once decided, so the report's banner, replaced in place when the run goes on, says it."""
     import warnings
 
     status = run.status
@@ -171,6 +211,8 @@ def check_outcome(run: Run) -> None:
             run_id=run.id,
             status=status.value,
         )
+    if status == RunStatus.NEEDS_HUMAN and person_here:
+        return
     if status in (RunStatus.PARTIAL, RunStatus.NEEDS_HUMAN):
         reason = run.summary.get("stop_reason") or "some parts did not finish"
         how = f"continue it with %shad resume {run.id}"

@@ -129,6 +129,7 @@ class _Shared:
     usage: list[tuple[int, int]] = field(default_factory=list)  # (input, output) reported per response
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
+    pace: float = 0.0  # seconds between two stream events: a model that writes slowly (0: at once)
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -245,6 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._log_usage(usage_at[i])
             self._chunk(event)
             reported = usage_at[i]
+            if self.server.shared.pace and i < len(events) - 1:
+                self._wait(self.server.shared.pace)
         self._end_stream()
 
     # --- routes ----------------------------------------------------------------------------------------
@@ -508,6 +511,10 @@ class FakeLLMServer:
 
     def set_reply(self, reply: Reply) -> None:
         self._shared.reply = reply
+
+    def set_pace(self, seconds: float) -> None:
+        """Wait ``seconds`` between two events of every stream, as a model writing slowly does."""
+        self._shared.pace = seconds
 
     def script(self, *faults: Fault) -> None:
         """The next ``len(faults)`` POST requests misbehave in this order; later ones are answered."""

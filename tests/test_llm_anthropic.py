@@ -104,6 +104,29 @@ def test_streaming_call_reads_text_and_reported_usage(server: FakeLLMServer) -> 
     assert seen.body["model"] == ANTHROPIC_MODELS[Tier.WORKER]
 
 
+def test_the_text_reaches_on_text_as_the_server_streams_it(server: FakeLLMServer) -> None:
+    pieces: list[tuple[str, bool]] = []
+    request = LLMRequest(
+        "synthesize", Tier.ORCHESTRATOR, "Merge.", on_text=lambda t, first: pieces.append((t, first))
+    )
+    response = call(make(), request)
+    assert len(pieces) > 1 and "".join(t for t, _ in pieces) == response.text == REPLY  # SSE deltas
+    assert [first for _, first in pieces] == [True] + [False] * (len(pieces) - 1)
+    assert "on_text" not in request.to_dict()  # never part of the request's identity (replay keys)
+
+
+def test_a_retried_stream_starts_its_text_again(server: FakeLLMServer) -> None:
+    server.script(cut_stream(after=4))
+    pieces: list[tuple[str, bool]] = []
+    request = LLMRequest(
+        "answer", Tier.WORKER, "How long?", on_text=lambda t, first: pieces.append((t, first))
+    )
+    response = call(make(), request)
+    starts = [i for i, (_, first) in enumerate(pieces) if first]
+    assert len(starts) == 2 and response.retries == 1  # the cut attempt, then the whole one
+    assert "".join(t for t, _ in pieces[starts[-1] :]) == REPLY
+
+
 def test_plain_json_call_without_streaming(server: FakeLLMServer) -> None:
     response = call(make(stream=False))
     assert response.text == REPLY

@@ -77,17 +77,24 @@ def test_one_engine_thread_for_every_run() -> None:
 
 def test_wait_returns_the_run_and_events_come_from_the_engine_thread(tmp_path: Path) -> None:
     threads: set[str] = set()
+    live: list[dict[str, Any]] = []
+
+    def seen(record: dict[str, Any]) -> None:
+        threads.add(threading.current_thread().name)
+        if record["type"] == "SYNTHESIS_DELTA":
+            live.append(record)
+
     job = Job(
         lambda sink: shad_magics._launch.engine.arun(
             GOAL, str(DEMO), provider="offline", history_dir=str(tmp_path), on_event=sink
         ),
-        on_event=lambda record: threads.add(threading.current_thread().name),
+        on_event=seen,
     )
     finished = wait(job)
     assert finished.status is RunStatus.SUCCESS and job.run_id == finished.id
     # From the engine's loop (or its worker threads), never from the waiting cell's thread.
     assert "shad-engine" in threads and threading.main_thread().name not in threads
-    assert job.events == len(finished.events)
+    assert job.events == len(finished.events) + len(live)  # streamed text is handed over, not recorded
 
 
 def test_errors_reach_the_waiting_cell() -> None:

@@ -312,7 +312,9 @@ def test_interrupting_a_running_goal_cancels_it(goal_kernel: GoalKernel) -> None
     finally:
         execute(kc, RESET_PROVIDER)
         server.close()
-    assert (reply["content"]["status"], reply["content"]["ename"]) == ("error", "KeyboardInterrupt")
+    # A KeyboardInterrupt that says, in one line, how the run ended and how to resume it.
+    assert (reply["content"]["status"], reply["content"]["ename"]) == ("error", "ShadRunCancelled")
+    assert reply["content"]["evalue"].startswith("Run cancelled: PARTIAL; `%shad resume ")
     statuses = _run_statuses(vault, goal)
     assert len(statuses) == 1 and statuses[0] != "RUNNING", statuses  # cancelled cleanly, history kept
     reply, outputs = execute(kc, "1 + 1")  # the kernel lives on

@@ -92,6 +92,9 @@ def test_events_fold_into_the_runs_dag_and_budget(recorded: Recorded) -> None:
         "tokens_used": run.summary["metrics"]["total_tokens"],
         "tokens_limit": budgets.max_tokens,
         "nodes_done": len(run.dag),
+        "nodes_succeeded": len(run.dag),
+        "nodes_pruned": 0,
+        "nodes_failed": 0,
         "nodes_total": len(run.dag),
         "nodes_limit": budgets.max_nodes,
         "wall_s": round(run.summary["metrics"]["duration_ms"] / 1000, 2),
@@ -127,7 +130,14 @@ def test_a_budget_stop_prunes_nodes_with_their_reason(starved: Recorded) -> None
     assert run.status.value == "PARTIAL" and pruned
     assert all("token budget" in n["error"] for n in pruned)
     assert snap.status == "PARTIAL"
-    assert snap.budget["nodes_done"] == len(run.dag)  # pruned counts as finished
+    assert snap.budget["nodes_done"] == len(run.dag)  # pruned counts as settled ...
+    # ... but never as done: the counters tell answered, pruned and failed nodes apart.
+    succeeded = sum(n["status"] in ("SUCCEEDED", "CACHE_HIT") for n in snap.nodes)
+    assert snap.budget["nodes_succeeded"] == succeeded < len(run.dag)
+    assert snap.budget["nodes_pruned"] == len(pruned) and snap.budget["nodes_failed"] == 0
+    from widgets._summary import headline
+
+    assert f"nodes {succeeded}/{len(run.dag)} done · {len(pruned)} pruned" in headline(snap)
 
 
 def test_cache_lookups_decompositions_and_checkpoints() -> None:

@@ -325,7 +325,11 @@ class DagState:
         budget = {
             "tokens_used": self.tokens_base + self.tokens_used,
             "tokens_limit": self.limits.get("tokens_limit"),
-            "nodes_done": sum(1 for n in nodes if n.status in FINISHED),
+            "nodes_done": sum(1 for n in nodes if n.status in FINISHED),  # settled, whichever way
+            # What the counter text says apart: "done" is answered (or from the cache), never pruned.
+            "nodes_succeeded": sum(1 for n in nodes if n.status in ("SUCCEEDED", "CACHE_HIT")),
+            "nodes_pruned": sum(1 for n in nodes if n.status == "PRUNED"),
+            "nodes_failed": sum(1 for n in nodes if n.status in ("FAILED", "FAILED_WITH_DIAGNOSTIC")),
             "nodes_total": len(nodes),
             "nodes_limit": self.limits.get("nodes_limit"),
             "wall_s": round(wall, 2),
@@ -397,5 +401,6 @@ IGNORED = frozenset(
         EventKind.CHECKPOINT_OPENED,
         EventKind.CHECKPOINT_DECIDED,
         EventKind.FILES_WRITTEN,
+        EventKind.SYNTHESIS_DELTA,  # streamed answer text: the cell's own line shows it (shad_magics)
     }
 )

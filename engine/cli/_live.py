@@ -202,5 +202,6 @@ IGNORED: frozenset[EventKind] = frozenset(
         EventKind.CODE_REPAIRED,  # the next NODE_CHECKED shows how a repair ended
         EventKind.CONTRACT_CHANGE_REQUESTED,
         EventKind.FILES_WRITTEN,  # the report's Files section lists them
+        EventKind.SYNTHESIS_DELTA,  # streamed answer text: the tree shows nodes, not prose
     }
 )

@@ -42,8 +42,10 @@ from ._run import (
     StoreUnavailable,
     StrategyChosen,
 )
+from ._stream import LIVE_ONLY, SynthesisDelta
 
 __all__ = [
+    "LIVE_ONLY",
     "OPTIONAL",
     "BudgetLimitReached",
     "CheckpointDecided",
@@ -80,6 +82,7 @@ __all__ = [
     "SkillsRouted",
     "StoreUnavailable",
     "StrategyChosen",
+    "SynthesisDelta",
     "kind_of",
     "to_record",
 ]

@@ -49,6 +49,7 @@ class EventKind(str, enum.Enum):
     FILES_WRITTEN = "FILES_WRITTEN"
     NOTE_WRITTEN = "NOTE_WRITTEN"
     EXTERNAL_CALL = "EXTERNAL_CALL"
+    SYNTHESIS_DELTA = "SYNTHESIS_DELTA"  # live only: handed to listeners, never written to events.jsonl
 
 
 # A payload field that only some events of the kind carry: left out of the record when None.

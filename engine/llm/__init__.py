@@ -15,7 +15,16 @@ unusable JSON (after one repair prompt) into ``ProviderError``.
 
 from __future__ import annotations
 
-from ._base import PURPOSES, LLMRequest, LLMResponse, Provider, ProviderError, ProviderFactory, Tier
+from ._base import (
+    PURPOSES,
+    LLMRequest,
+    LLMResponse,
+    Provider,
+    ProviderError,
+    ProviderFactory,
+    TextSink,
+    Tier,
+)
 from ._json import checked_complete, parse_json_text, repair_request
 from ._models import ANTHROPIC_MODELS, CLAUDE_CODE_MODELS
 from ._registry import ProviderRegistry, UnknownProviderError, available, default_provider_name, get, register
@@ -34,6 +43,7 @@ __all__ = [
     "ProviderRegistry",
     "Recorder",
     "ReplayProvider",
+    "TextSink",
     "Tier",
     "UnknownProviderError",
     "available",

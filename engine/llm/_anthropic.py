@@ -135,6 +135,7 @@ class AnthropicProvider:
     async def _stream_attempt(self, request: LLMRequest, model: str) -> Attempt:
         usage, parts = _Usage(), list[str]()
         seen_model, stop_reason, finished = model, None, False
+        sink = request.on_text
         try:
             stream = await self._client.messages.create(**self._params(request, model), stream=True)
             async with stream:
@@ -145,6 +146,8 @@ class AnthropicProvider:
                         seen_model = event.message.model or model
                     elif isinstance(event, RawContentBlockDeltaEvent) and isinstance(event.delta, TextDelta):
                         parts.append(event.delta.text)
+                        if sink is not None:  # the text as the model writes it (a notebook shows it)
+                            sink(event.delta.text, len(parts) == 1)
                     elif isinstance(event, RawMessageDeltaEvent):
                         usage.output = event.usage.output_tokens
                         usage.input = getattr(event.usage, "input_tokens", None) or usage.input

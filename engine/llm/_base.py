@@ -35,6 +35,7 @@ __all__ = [
     "LLMResponse",
     "Provider",
     "ProviderError",
+    "TextSink",
     "Tier",
 ]
 
@@ -51,6 +52,9 @@ class Tier(str, enum.Enum):
     EMBEDDER = "embedder"
 
 
+TextSink = Callable[[str, bool], None]
+
+
 @dataclass
 class LLMRequest:
     purpose: str
@@ -63,6 +67,10 @@ class LLMRequest:
     expect_json: bool = False
     model: str | None = None  # resolved by the engine from the tier; providers may override
     node_id: str | None = None  # for logs, replay lookups and errors
+    # Streaming: a provider that produces the text piece by piece calls ``on_text(piece, first)`` as it
+    # goes (``first``: an attempt starts, so a retry's text replaces the failed attempt's). Never part of
+    # the request's identity (``to_dict``, replay keys): the response's ``text`` stays the whole answer.
+    on_text: TextSink | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -11,8 +11,10 @@ among the passages (idf); terms found only in the item's heading or note path co
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..text import parse_query, stem
@@ -25,6 +27,7 @@ __all__ = [
     "passages",
     "rank_passages",
     "split_sentences",
+    "stream_text",
     "terms",
 ]
 
@@ -272,3 +275,16 @@ def _definition_pattern(query: str) -> re.Pattern[str] | None:
 def norm_key(text: str) -> str:
     """A passage's identity for de-duplication: its words, lower-cased."""
     return " ".join(_WORD.findall(text.lower()))
+
+
+_PIECE = re.compile(r"\S+\s*|\s+")
+STREAM_WORDS = 8  # words per streamed piece: a few pieces per line, as a model's deltas would come
+
+
+async def stream_text(text: str, sink: Callable[[str, bool], None]) -> None:
+    """Hand ``text`` to ``sink`` a few words at a time, yielding to the loop between pieces, so the
+    offline provider's extractive answer streams into a notebook the way a model's answer does."""
+    words = _PIECE.findall(text)
+    for i in range(0, len(words), STREAM_WORDS):
+        sink("".join(words[i : i + STREAM_WORDS]), i == 0)
+        await asyncio.sleep(0)

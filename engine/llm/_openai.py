@@ -172,6 +172,7 @@ class OpenAIProvider:
         usage: Any = None
         finish: str | None = None
         refused, seen_model = False, model
+        sink = request.on_text
         try:
             stream = await self._client.chat.completions.create(**params, stream=True)
             async with stream:
@@ -182,6 +183,8 @@ class OpenAIProvider:
                     for choice in chunk.choices:
                         if choice.delta.content:
                             parts.append(choice.delta.content)
+                            if sink is not None:  # the text as the model writes it
+                                sink(choice.delta.content, len(parts) == 1)
                         if getattr(choice.delta, "refusal", None):
                             refused = True
                         if choice.finish_reason:

@@ -37,7 +37,15 @@ from typing import Any
 from ..strategies import split_clauses
 from ._base import LLMRequest, LLMResponse, ProviderError
 from ._offline_script import retrieval_script
-from ._offline_text import clip, estimate_tokens, norm_key, rank_passages, split_sentences, terms
+from ._offline_text import (
+    clip,
+    estimate_tokens,
+    norm_key,
+    rank_passages,
+    split_sentences,
+    stream_text,
+    terms,
+)
 
 __all__ = ["JUDGE_THRESHOLD", "MAX_PASSAGES", "MODEL", "NOTHING_FOUND", "OfflineProvider"]
 
@@ -66,6 +74,8 @@ class OfflineProvider:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         started = time.perf_counter()
         text, data = self.run(request.purpose, request.inputs or {})
+        if request.on_text is not None and request.purpose in ("answer", "synthesize"):
+            await stream_text(text, request.on_text)
         read = (
             request.system + request.prompt if request.prompt else json.dumps(request.inputs, sort_keys=True)
         )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RunConfig
-from ..events import Event, NodePruned, RunStarted, to_record
+from ..events import LIVE_ONLY, Event, NodePruned, RunStarted, to_record
 from ..llm import Provider, Recorder, default_provider_name
 from ..llm import get as get_provider
 from ..store import Store, open_store
@@ -101,10 +101,12 @@ class RunContext:
         return self.run.history
 
     def emit(self, event: Event) -> None:
-        """Record an event in the run, append it to ``events.jsonl`` and hand it to ``on_event``."""
+        """Record an event in the run, append it to ``events.jsonl`` and hand it to ``on_event`` (a
+        live-only kind, such as streamed synthesis text, goes to ``on_event`` alone)."""
         record = to_record(event, self.run.id)
-        self.run.events.append(record)
-        self.run.history.append("events.jsonl", record)
+        if event.event_kind not in LIVE_ONLY:
+            self.run.events.append(record)
+            self.run.history.append("events.jsonl", record)
         if self.on_event is not None:
             self.on_event(record)
 

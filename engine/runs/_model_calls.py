@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 
 from ..errors import ShadError
-from ..events import BudgetLimitReached, LlmCall
-from ..llm import LLMRequest, LLMResponse, ProviderError
+from ..events import BudgetLimitReached, LlmCall, SynthesisDelta
+from ..llm import LLMRequest, LLMResponse, ProviderError, TextSink
 from ..store import StoreUnavailableError
 from ._context import RunContext
 from .budget import Envelope
@@ -19,6 +19,7 @@ __all__ = ["FREE_PROVIDERS", "MIN_CALL_TOKENS", "BudgetExhausted", "ModelCalls"]
 
 MIN_CALL_TOKENS = 200  # below this, a call cannot do useful work: the budget counts as spent
 FREE_PROVIDERS = frozenset({"offline", "replay", "stub"})  # no money changes hands
+STREAMED = frozenset({"answer", "synthesize"})  # the purposes whose text is the report's answer
 
 
 class BudgetExhausted(ShadError):
@@ -57,6 +58,8 @@ class ModelCalls:
         own = envelope.total - node.tokens if envelope is not None and not synthesis else request.max_tokens
         request.max_tokens = max(MIN_CALL_TOKENS, min(request.max_tokens, remaining - reserve, own))
         request.model = request.model or ctx.config.models.get(request.tier.value)
+        if node.depth == 0 and request.purpose in STREAMED and ctx.on_event is not None:
+            request.on_text = self._streamer(node.id)  # the report's answer streams to a watching notebook
         async with ctx.llm.slot():
             try:
                 response = await ctx.provider.complete(request)
@@ -89,6 +92,14 @@ class ModelCalls:
             )
         )
         return response
+
+    def _streamer(self, node_id: str) -> TextSink:
+        emit = self.ctx.emit
+
+        def on_text(text: str, first: bool) -> None:
+            emit(SynthesisDelta(node=node_id, text=text, first=first))
+
+        return on_text
 
     def _charge_usd(self, response: LLMResponse) -> float | None:
         """Add the call's cost and return it (None: no price known); with ``max_usd`` set, stop further

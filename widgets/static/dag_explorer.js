@@ -601,7 +601,11 @@ function render({ model, el }) {
     nodesMeter.set(
       b.nodes_total || 0,
       nl,
-      `${num(b.nodes_done || 0)} done / ${num(b.nodes_total || 0)}` + (typeof nl === "number" ? ` (limit ${num(nl)})` : ""),
+      // Done is answered (or cached); pruned and failed nodes are counted apart, never as done.
+      `${num(b.nodes_succeeded ?? b.nodes_done ?? 0)} done / ${num(b.nodes_total || 0)}` +
+        (b.nodes_pruned ? ` · ${num(b.nodes_pruned)} pruned` : "") +
+        (b.nodes_failed ? ` · ${num(b.nodes_failed)} failed` : "") +
+        (typeof nl === "number" ? ` (limit ${num(nl)})` : ""),
     );
     wallBase = { wall: Number(b.wall_s) || 0, at: performance.now() };
     drawWall();
