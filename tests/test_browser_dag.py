@@ -220,6 +220,7 @@ def test_a_30_node_run_fits_shows_tasks_on_hover_and_stops(lab: Lab) -> None:
             big.screenshot(path=str(SHOTS / "dag-30-dark.png"))
             assert stop.is_visible(), "the slow run ended before Stop could be pressed"
             slow.scroll_into_view_if_needed()
+            slow.screenshot(path=str(SHOTS / "dag-running-dark.png"))
             stop.click()
             slow_badge = slow.locator(".shad-dag__header .shad-dag__badge")
             page.wait_for_function("(el) => el.textContent === 'PARTIAL'", arg=slow_badge.element_handle())

@@ -200,12 +200,14 @@ export function layout(nodes, opts = {}) {
 
 // The line length whose layout fits a box of `room` x `height` at the largest scale (the DAG's shape
 // follows the box: a 50-node run fills it instead of becoming a narrow, tall strip).
+const GOOD = 0.85;
+
 export function bestLayout(nodes, opts, room, height) {
   let best = null;
   for (let perRow = 3; perRow <= 16; perRow++) {
     const lay = layout(nodes, { ...opts, perRow });
-    const k = Math.min(1, room / lay.width, height / lay.height);
-    // Equal scales (both natural size): the lower layout, so a row wraps only when it must.
+    // Any scale from GOOD up reads well: among those, the lower layout, so a row wraps only when it must.
+    const k = Math.min(GOOD, room / lay.width, height / lay.height);
     if (!best || k > best.k + 0.001 || (k > best.k - 0.001 && lay.height < best.lay.height)) best = { k, lay };
     if (lay.width > room * 3) break;
   }
@@ -761,7 +763,7 @@ function render({ model, el }) {
     const bits = [n.status.replace("_", " ").toLowerCase()];
     if (n.tokens) bits.push((n.tokens >= 1000 ? (n.tokens / 1000).toFixed(1) + "k" : n.tokens) + " tok");
     if (n.duration_ms) bits.push(seconds(n.duration_ms));
-    else if (n.phase && n.status === "STARTED") bits.push(n.phase);
+    else if (n.phase && n.status === "STARTED" && n.phase !== "started") bits.push(n.phase);
     meta.textContent = clip(bits.join(" · "), 32);
     const text = s("g", { "clip-path": `url(#shad-dag-clip-${uid})` });
     text.append(label, task, meta);
@@ -920,10 +922,15 @@ function render({ model, el }) {
   }
   model.on("msg:custom", onMessage);
 
+  // A new width (the details panel opened, the window changed): lay out again for it, unless the user
+  // has zoomed or panned to a view of their own. Only width changes count: the fit sets the height.
+  let lastWidth = 0;
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => {
-    if (view.auto && size.width) fit();
+    const width = graph.clientWidth;
+    if (width === lastWidth) return;
+    lastWidth = width;
+    if (view.auto && size.width) later(drawGraph)();
   }) : null;
-  if (resize) resize.observe(graph);
 
   const handlers = [
     ["change:status change:run_id change:goal change:notice change:can_stop change:report_path change:cell_waiting", drawHeader],
@@ -947,6 +954,7 @@ function render({ model, el }) {
     }
   };
   const bound = handlers.map(([events, fn]) => [events, later(fn)]);
+  if (resize) resize.observe(graph);
   // One name per call: every anywidget host supports that, not all split space-separated names.
   for (const [events, fn] of bound) for (const name of events.split(" ")) model.on(name, fn);
   const ticker = setInterval(() => {
