@@ -83,6 +83,8 @@ CONCURRENCY_MODES = ("adaptive", "fixed")
 # What a run does at a checkpoint (engine/checkpoints.py): ask a decider, pause (the node waits, the run
 # ends NEEDS_HUMAN), approve or skip by itself, or open none (--no-checkpoints).
 CHECKPOINT_POLICIES = ("ask", "pause", "approve", "skip", "off")
+# What a node whose retries ran out (FAILED_WITH_DIAGNOSTIC) makes of the run (engine.runs._exhausted).
+ON_EXHAUSTED = ("partial", "fail")
 # How a software run writes tests (seed §2.11): None is the strategy's default, spec-first stubs after the
 # contracts plus a post-implementation pass ("stubs+post").
 TEST_MODES = ("off", "stubs", "post", "tdd", "co")
@@ -164,6 +166,7 @@ class RunConfig:
     cache_ttls: dict[str, float] = field(default_factory=dict)  # vault (id, name or path) -> TTL seconds
     checkpoints: str = "pause"  # one of CHECKPOINT_POLICIES
     checkpoint_on: tuple[str, ...] = ()  # stages whose nodes always open a checkpoint (--checkpoint-on)
+    on_exhausted: str = "partial"  # one of ON_EXHAUSTED (--on-exhausted): engine.runs._exhausted
     # USD per million (input, output) tokens, by model id: what ``budgets.max_usd`` is enforced with.
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Software runs (issue 13): how the code is checked, how tests are written, where it may be written.
@@ -230,6 +233,11 @@ class RunConfig:
             raise UsageError(
                 f"unknown checkpoint policy {self.checkpoints!r}",
                 hint=f"policies: {', '.join(CHECKPOINT_POLICIES)}",
+            )
+        if self.on_exhausted not in ON_EXHAUSTED:
+            raise UsageError(
+                f"unknown --on-exhausted policy {self.on_exhausted!r}",
+                hint=f"one of {', '.join(ON_EXHAUSTED)}",
             )
         for model, price in self.prices.items():
             if (

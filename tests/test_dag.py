@@ -30,7 +30,13 @@ def _tree() -> Dag:
 def test_finished_and_ok_statuses() -> None:
     finished = {s for s in NodeStatus if s.finished}
     ok = {s for s in NodeStatus if s.ok}
-    assert finished == {NodeStatus.SUCCEEDED, NodeStatus.CACHE_HIT, NodeStatus.FAILED, NodeStatus.PRUNED}
+    assert finished == {
+        NodeStatus.SUCCEEDED,
+        NodeStatus.CACHE_HIT,
+        NodeStatus.FAILED,
+        NodeStatus.PRUNED,
+        NodeStatus.FAILED_WITH_DIAGNOSTIC,  # its retries ran out: finished, not ok
+    }
     assert ok == {NodeStatus.SUCCEEDED, NodeStatus.CACHE_HIT}
     assert not NodeStatus.CREATED.finished and not NodeStatus.STARTED.finished
 

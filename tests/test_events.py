@@ -41,7 +41,12 @@ def _event_classes() -> list[type[Event]]:
 def _kinds_of(cls: type[Event]) -> set[EventKind]:
     """The kinds one payload class can carry (NodeFinished and PlanCacheLookup carry several)."""
     if cls is NodeFinished:
-        return {EventKind.NODE_SUCCEEDED, EventKind.NODE_CACHE_HIT, EventKind.NODE_FAILED}
+        return {
+            EventKind.NODE_SUCCEEDED,
+            EventKind.NODE_CACHE_HIT,
+            EventKind.NODE_FAILED,
+            EventKind.NODE_FAILED_WITH_DIAGNOSTIC,
+        }
     if cls is PlanCacheLookup:
         return {EventKind.PLAN_CACHE_HIT, EventKind.PLAN_CACHE_MISS}
     return {cls.KIND}

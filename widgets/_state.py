@@ -29,6 +29,7 @@ _STATUS_EVENTS = {
     "NODE_FAILED": "FAILED",
     "NODE_PRUNED": "PRUNED",
     "NODE_NEEDS_HUMAN": "NEEDS_HUMAN",
+    "NODE_FAILED_WITH_DIAGNOSTIC": "FAILED_WITH_DIAGNOSTIC",
 }
 _PHASES = {
     "decompose": "planning subtasks",

@@ -18,6 +18,7 @@ _MARKS = {
     "STARTED": "⏳",
     "CREATED": "·",
     "NEEDS_HUMAN": "✋",
+    "FAILED_WITH_DIAGNOSTIC": "⚠️",
 }
 
 

@@ -26,6 +26,7 @@ COLOURS = {
     "FAILED": "red",
     "PRUNED": "magenta",
     "NEEDS_HUMAN": "bold yellow",
+    "FAILED_WITH_DIAGNOSTIC": "bold red",
 }
 
 
@@ -169,6 +170,7 @@ HANDLED: dict[EventKind, Handler] = {
     EventKind.NODE_FAILED: _settle(NodeStatus.FAILED),
     EventKind.NODE_PRUNED: _settle(NodeStatus.PRUNED),
     EventKind.NODE_NEEDS_HUMAN: _settle(NodeStatus.NEEDS_HUMAN),
+    EventKind.NODE_FAILED_WITH_DIAGNOSTIC: _settle(NodeStatus.FAILED_WITH_DIAGNOSTIC),
     EventKind.NODE_DECOMPOSED: LiveTree._decomposed,
     EventKind.LLM_CALL: LiveTree._llm_call,
     EventKind.CODE_PRODUCED: LiveTree._code_produced,

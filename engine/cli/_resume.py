@@ -28,6 +28,7 @@ def resume_run(
     store_url: str | None = None,
     as_json: bool = False,
     checkpoints: str | None = None,
+    hint: str = "",
 ) -> int:
     from ..runs import aresume
     from ._checkpoint import TerminalDecider
@@ -49,6 +50,7 @@ def resume_run(
                 store_url=store_url,
                 checkpoints=checkpoints,
                 decider=decider,
+                hint=hint,
             )
         ),
         lambda: previous.id,
@@ -76,6 +78,12 @@ def resume_run(
     "--redis", "redis_url", metavar="URL", help="Cache and ledger on this Redis (default: REDIS_URL)."
 )
 @policy_option
+@click.option(
+    "--hint",
+    metavar="TEXT",
+    default="",
+    help="For nodes whose retries ran out (FAILED_WITH_DIAGNOSTIC): one more retrieval round with this hint.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print final.summary.json instead of the report.")
 def resume_cmd(
     run_id: str,
@@ -88,6 +96,7 @@ def resume_cmd(
     redis_url: str | None,
     checkpoint_policy: str | None,
     no_checkpoints: bool,
+    hint: str,
     as_json: bool,
 ) -> int:
     """Continue a stopped run: finished nodes whose notes are unchanged are kept, stale ones are
@@ -104,6 +113,7 @@ def resume_cmd(
         store_url=redis_url,
         as_json=as_json,
         checkpoints=default_policy(checkpoint_policy, no_checkpoints),
+        hint=hint,
     )
 
 

@@ -141,6 +141,14 @@ def _ttls(items: tuple[str, ...]) -> dict[str, float]:
     help="Open a checkpoint at every node of these stages (as [REVIEW] in a goal does).",
 )
 @click.option("--voice", metavar="NAME", help="Render the final report in this voice (shad skills voices).")
+@click.option(
+    "--on-exhausted",
+    type=click.Choice(["partial", "fail"]),
+    default="partial",
+    show_default=True,
+    help="A node whose retries ran out (FAILED_WITH_DIAGNOSTIC) makes the run PARTIAL (exit 3) or "
+    "FAILED_WITH_DIAGNOSTIC (exit 1).",
+)
 @click.option("--from", "replay_from", metavar="RUN_ID", help="With --provider replay: the run to replay.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--refresh-cache", is_flag=True, help="Recompute everything and overwrite the cache.")
@@ -182,6 +190,7 @@ def run_cmd(
     net_allow: tuple[str, ...],
     offline: bool,
     voice: str | None,
+    on_exhausted: str,
     checkpoint_on: tuple[str, ...],
     replay_from: str | None,
     no_cache: bool,
@@ -243,6 +252,7 @@ def run_cmd(
         net_allow=net_allow,
         offline=offline,
         voice=voice,
+        on_exhausted=on_exhausted,
         checkpoint_on=tuple(s.strip() for item in checkpoint_on for s in item.split(",") if s.strip()),
         budgets=Budgets(
             max_depth=max_depth,

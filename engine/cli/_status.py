@@ -58,6 +58,11 @@ def status_cmd(run_id: str | None, as_json: bool) -> int:
                 f"  [magenta]missing[/] {b['node_id']}: {escape(b['task'])} ({escape(str(b['reason']))})"
             )
         for f in s.get("failures", []):
+            if f.get("status") == "FAILED_WITH_DIAGNOSTIC":  # retries ran out: what to try next
+                out.print(f"  [bold red]failed with diagnostic[/] {f['node_id']}: {escape(f['message'])}")
+                for i in f.get("next_inputs", []):
+                    out.print(f"    try: {escape(i['command'])}")
+                continue
             out.print(
                 f"  [red]failed[/] {f['node_id']} {f['phase']}: {f['error_class']}: {escape(f['message'])}"
             )
@@ -119,6 +124,10 @@ def trace_node_cmd(run_id: str, node_id: str, as_json: bool) -> int:
         show_markdown(out, node.answer)
     if node.error:
         out.print(Text(f"\nError: {node.error['error_class']}: {node.error['message']}", style="red"))
+    if node.diagnostic:  # FAILED_WITH_DIAGNOSTIC: what was tried, what to try
+        out.print(Text(f"\nFailed with diagnostic: {node.diagnostic.get('reason', '')}", style="bold red"))
+        for i in node.diagnostic.get("next_inputs", []):
+            out.print(Text(f"  try: {i['command']}"))
     return 0
 
 

@@ -27,7 +27,7 @@ __all__ = ["LOW_SCORE", "NodeRecord", "RunRecord", "ask_terms", "load_runs", "st
 LOW_SCORE = 0.45  # a retrieval below this is weak (the recovery ladder's own threshold)
 LADDER_METHODS = ("+direct", "human")  # tier B (broadened direct search) and tier C (a person's hint/edit)
 NOTHING_FOUND = re.compile(r"holds nothing relevant|no relevant notes found|nothing relevant", re.I)
-ATTEMPTED = ("STARTED", "SUCCEEDED", "CACHE_HIT", "FAILED", "PRUNED", "NEEDS_HUMAN")
+ATTEMPTED = ("STARTED", "SUCCEEDED", "CACHE_HIT", "FAILED", "PRUNED", "NEEDS_HUMAN", "FAILED_WITH_DIAGNOSTIC")
 
 
 @dataclass
@@ -68,7 +68,7 @@ class NodeRecord:
 
     @property
     def troubled(self) -> bool:
-        return self.status in ("FAILED", "PRUNED", "NEEDS_HUMAN") or self.checkpoint
+        return self.status in ("FAILED", "PRUNED", "NEEDS_HUMAN", "FAILED_WITH_DIAGNOSTIC") or self.checkpoint
 
     def to_evidence(self) -> dict[str, Any]:
         return {
@@ -223,6 +223,8 @@ def _nodes(
         node = _record(run_id, str(raw["id"]), str(raw.get("task") or ""), str(raw.get("stage") or ""))
         node.status = str(raw.get("status") or "CREATED")
         node.problem = _message(raw.get("error")) if node.status == "FAILED" else ""
+        if node.status == "FAILED_WITH_DIAGNOSTIC":  # its retries ran out: the reason is the problem
+            node.problem = str((raw.get("diagnostic") or {}).get("reason") or "")
         _retrieval(node, raw.get("retrieval") or {})
         text = f"{raw.get('answer') or ''} {raw.get('note') or ''}"
         node.nothing_found = node.nothing_found or bool(NOTHING_FOUND.search(text))
@@ -299,8 +301,8 @@ def _from_events(run_id: str, nodes: dict[str, NodeRecord], events: list[dict[st
                 node.nothing_found = node.nothing_found or node.items == 0
         elif kind == "NODE_PRUNED":
             node.status, node.problem = "PRUNED", str(ev.get("reason") or node.problem)
-        elif kind == "NODE_FAILED":
-            node.status = "FAILED"
+        elif kind in ("NODE_FAILED", "NODE_FAILED_WITH_DIAGNOSTIC"):
+            node.status = kind.removeprefix("NODE_")
             node.problem = node.problem or _message(ev.get("error"))
         elif kind in ("NODE_NEEDS_HUMAN", "CHECKPOINT_OPENED"):
             node.checkpoint = True

@@ -120,13 +120,18 @@ class ExternalCall(Event):
 
 @dataclass(frozen=True)
 class NoteWritten(Event):
-    """A run wrote a note into a vault (the audit trail of every write): ``action`` created | updated."""
+    """A run wrote a note into a vault (the audit trail of every write): ``action`` created | updated |
+    deleted; ``role`` the writer's (root, person, subtask), ``bytes`` and ``hash`` (sha256) what was
+    written. Never the note's text."""
 
     KIND = EventKind.NOTE_WRITTEN
     vault: str
     path: str
     action: str
     why: str
+    role: str | None = field(default=None, metadata=OPTIONAL)
+    bytes: int | None = field(default=None, metadata=OPTIONAL)
+    hash: str | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass(frozen=True)
@@ -248,13 +253,16 @@ class NodeReverified(Event):
 
 @dataclass(frozen=True)
 class NodeFinished(Event):
-    """A node ended: NODE_SUCCEEDED, NODE_CACHE_HIT (with the cache ``key``) or NODE_FAILED."""
+    """A node ended: NODE_SUCCEEDED, NODE_CACHE_HIT (with the cache ``key``), NODE_FAILED, or
+    NODE_FAILED_WITH_DIAGNOSTIC (its retries ran out: ``error`` says why, ``diagnostic`` holds the failure
+    report and the suggested next inputs)."""
 
     node: str
     tokens: int
     duration_ms: float
     error: str | None
     key: str | None = field(default=None, metadata=OPTIONAL)
+    diagnostic: dict[str, Any] | None = field(default=None, metadata=OPTIONAL)
     status: str = field(default="SUCCEEDED", metadata={"internal": True})
 
     @property

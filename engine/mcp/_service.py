@@ -22,7 +22,9 @@ __all__ = ["PROGRESS_KINDS", "SECRET_ENV", "ShadService", "redact"]
 # Environment variables whose values never leave the server (results, errors, logs).
 SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SHAD_API_TOKEN")
 # Event types that end a node: each is one progress step.
-PROGRESS_KINDS = frozenset({"NODE_SUCCEEDED", "NODE_CACHE_HIT", "NODE_FAILED", "NODE_PRUNED"})
+PROGRESS_KINDS = frozenset(
+    {"NODE_SUCCEEDED", "NODE_CACHE_HIT", "NODE_FAILED", "NODE_PRUNED", "NODE_FAILED_WITH_DIAGNOSTIC"}
+)
 PROVIDERS = ("offline", "anthropic", "openai", "claude-code")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

@@ -138,14 +138,19 @@ class CodeModeRetriever:
         hints: list[str] = []
         queries: list[str] = []  # what the hints suggest searching for (a template provider uses these)
         best: RetrievalResult | None = None
+        ladder: list[dict[str, Any]] = []  # each rung tried, its score and what was wrong with it
         attempts = 1 + self.policy.regens_per_node
         for attempt in range(1, attempts + 1):
             result, problem = await self._attempt(task, goal, node_id, attempt, hints, queries)
             if result is not None and (best is None or result.retrieval_score > best.retrieval_score):
                 best = result
             problem = problem or (self.policy.weak(result) if result is not None else "no result")
+            score = result.retrieval_score if result is not None else None
+            ladder.append({"rung": f"retrieval script {attempt}", "score": score, "problem": problem})
             if problem is None:
-                return result  # type: ignore[return-value]
+                assert result is not None
+                result.signals["ladder"] = ladder
+                return result
             if attempt == attempts or self.policy.regens_used >= self.policy.regens_per_run:
                 break
             self.policy.regens_used += 1
@@ -160,9 +165,12 @@ class CodeModeRetriever:
         added = len(direct.context)
         why = f"code mode fell short ({problem}); broadened direct search added {added} section(s)"
         queries = (best.queries if best else []) + direct.queries
-        return RetrievalResult(
+        merged_result = RetrievalResult(
             merged, queries, "codemode+direct", signals, confidence=score, why=why, retrieval_score=score
         )
+        rung = {"rung": "broadened direct search", "score": score, "added": added}
+        signals["ladder"] = [*ladder, {**rung, "problem": self.policy.weak(merged_result)}]
+        return merged_result
 
     async def hint(self, task: str, goal: str, node_id: str, hint: str) -> RetrievalResult:
         """A person's hint at a checkpoint: one more script written with it (beyond the per-run cap of
@@ -175,9 +183,13 @@ class CodeModeRetriever:
         queries = (result.queries if result else []) + direct.queries
         why = f"script and direct search with the hint {hint[:80]!r}: {len(items)} section(s)"
         method = "codemode" if result and result.context else "direct"
-        return RetrievalResult(
+        hinted = RetrievalResult(
             items, queries, method, signals, confidence=score, why=why, retrieval_score=score
         )
+        signals["ladder"] = [
+            {"rung": f"hint {hint[:60]!r}", "score": score, "problem": self.policy.weak(hinted)}
+        ]
+        return hinted
 
     async def _attempt(
         self,

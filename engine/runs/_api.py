@@ -38,6 +38,7 @@ async def start_run(
     run_id: str | None = None,
     resume: Run | None = None,
     replay: str | None = None,
+    hint: str = "",
 ) -> Run:
     """Open the run's context and carry it to the report. ``store``, ``ledger`` and ``retriever``
     replace the ones the run would open itself (tests, benchmarks); ``resume`` continues a stopped run
@@ -55,6 +56,7 @@ async def start_run(
         run_id=run_id,
         resume=resume,
         replay=replay,
+        hint=hint,
     )
     return await Orchestrator(ctx, retriever=retriever).execute()
 
@@ -135,6 +137,7 @@ async def aresume(
     on_event: EventSink | None = None,
     checkpoints: str | None = None,
     decider: Decider | None = None,
+    hint: str = "",
 ) -> Run:
     """Continue a stopped run (budget, time, failure, kill, a checkpoint) in its own history.
 
@@ -143,7 +146,8 @@ async def aresume(
     the budget by that much; ``max_tokens`` sets it; ``max_depth``, ``max_nodes`` and ``max_branching``
     override those limits (subtasks a smaller limit cut from the plan run once there is room for them).
     Decisions recorded at checkpoints (``decide``) are applied; ``checkpoints`` overrides the run's
-    policy for what is still undecided (``decider`` answers under ``ask``).
+    policy for what is still undecided (``decider`` answers under ``ask``). Nodes that ended
+    FAILED_WITH_DIAGNOSTIC run again; ``hint`` is one more retrieval rung for them.
     """
     from ..errors import ShadError, UsageError
     from ..store import open_store
@@ -182,6 +186,7 @@ async def aresume(
             decider=decider,
             resume=previous,
             replay=replay,
+            hint=hint,
         )
     finally:
         store.close()

@@ -3,20 +3,24 @@ beside it) in the history, the files written under ``--output`` when ``--write-f
 blocking checks passed, and the report's sections on files, checks, repairs and writes.
 
 What keeps the run from SUCCESS is said as a failure of the run (so the status is PARTIAL and the report
-says why and what to do): no code, blocking findings, open contract change requests, refused writes.
+says why and what to do): no code, blocking findings, open contract change requests, refused writes. A node
+whose files still fail blocking checks when the repair loop had nothing left to try ends
+FAILED_WITH_DIAGNOSTIC (``_exhausted``), with its code as last checked and what its repairs tried.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from typing import Any
 
-from ..build import RepairLedger, Workspace
+from ..build import RepairLedger, Workspace, failures_of
 from ..errors import ShadError
 from ..events import FilesWritten
 from ..output import Manifest, write_manifest
 from ._code_checks import CodeChecks
 from ._context import RunContext, failure
+from ._exhausted import code_diagnostic, mark
 from .dag import NodeStatus
 
 __all__ = ["MANIFEST_PATH", "finish_code"]
@@ -36,6 +40,8 @@ async def finish_code(ctx: RunContext, ws: Workspace, checks: CodeChecks, ledger
     if report is not None:
         history.write_json("artifacts/verify.json", report)
     history.write_json("artifacts/repairs.json", ledger.log)
+    if report is not None and not report["ok"]:
+        _diagnose(ctx, ws, report, ledger)
     written = await asyncio.to_thread(_write, ctx, manifest, report)
     problems = _problems(ctx, ws, report, written, checks.stopped)
     for message, hint in problems:
@@ -56,6 +62,24 @@ async def finish_code(ctx: RunContext, ws: Workspace, checks: CodeChecks, ledger
         "manifest": MANIFEST_PATH,
     }
     ctx.state.software_report = _sections(ctx, manifest, ws, report, ledger, written)
+
+
+def _diagnose(ctx: RunContext, ws: Workspace, report: dict[str, Any], ledger: RepairLedger) -> None:
+    """The nodes whose files still fail blocking checks: the repair loop stopped (it only stops with
+    failures left when nothing more could be tried), so each ends FAILED_WITH_DIAGNOSTIC."""
+    dag = ctx.run.dag
+    by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in failures_of(report, ws.owners(), ws.contract_files):
+        by_owner[f.owner if f.owner in dag else dag.root().id].append(f.to_dict())
+    manifest = str(ctx.history.dir / MANIFEST_PATH)
+    for owner, group in sorted(by_owner.items()):
+        node = dag.node(owner)
+        if not node.status.ok:  # failed, pruned or flagged already: nothing of it to keep as it was
+            continue
+        files = (
+            sorted(ws.files_of(owner)) if owner != dag.root().id or ws.files_of(owner) else sorted(ws.files)
+        )
+        mark(ctx, node, code_diagnostic(ctx, owner, group, ledger.log, files, manifest, report["level"]))
 
 
 def _write(ctx: RunContext, manifest: Manifest, report: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -48,6 +48,8 @@ class RunState:
     fresh: set[str] = field(default_factory=set)  # nodes that must not be answered from the cache
     previous_ok: set[str] = field(default_factory=set)  # nodes a resumed run had finished before
     skipped_by_human: set[str] = field(default_factory=set)
+    retry: set[str] = field(default_factory=set)  # resume: nodes that had ended FAILED_WITH_DIAGNOSTIC
+    retry_hint: str = ""  # resume --hint: one more retrieval rung for those nodes
     spent_before: int = 0  # tokens earlier sessions of this run spent (resume)
     cost_usd: float = 0.0
     cost_known: bool = True
@@ -154,6 +156,7 @@ async def open_context(
     run_id: str | None = None,
     resume: Run | None = None,
     replay: str | None = None,
+    hint: str = "",
 ) -> RunContext:
     """Everything a run needs, ready: a new run's history folder, or the stopped run's when resuming."""
     # The provider first: an unknown one must fail before a run folder exists.
@@ -205,6 +208,7 @@ async def open_context(
         ),
         local=asyncio.Semaphore(config.max_parallel),
     )
+    ctx.state.retry_hint = hint.strip()
     await asyncio.to_thread(_open_ledger, ctx)
     if resume is None:
         ctx.emit(RunStarted(goal=config.goal, provider=recorder.name, budgets=config.budgets.__dict__))

@@ -2,6 +2,10 @@
 direct search), then tier C: if the result is still weak and the node is high-impact, a checkpoint opens
 and the policy, a decider or a person's earlier decision says what happens. A resumed node finds its
 checkpoint, and the retrieval judged there, in the history: the retrieval is not paid for twice.
+
+``problem`` says whether the ladder ran out (H4, ``_exhausted``): the result is still weak after every
+rung, and no person decided at its checkpoint (a person who approved, chose the notes or gave a hint took
+that evidence). A resume with ``--hint`` adds the hint as one more rung for the nodes that had run out.
 """
 
 from __future__ import annotations
@@ -62,6 +66,15 @@ class LeafRetrieval:
         )
         self.sandbox: Sandbox | None = None
         self._ask_lock = asyncio.Lock()  # one question to a person at a time, whatever runs in parallel
+        self.accepted: set[str] = set()  # nodes whose evidence a person accepted, weak or not
+
+    def problem(self, node: Node, result: RetrievalResult) -> str | None:
+        """Why the node's retrieval ran out of rungs, or None: it is still weak after a ladder that had
+        more than one rung (with ``--no-code-mode`` one search is all there is: no retry ran out), and no
+        person decided at its checkpoint."""
+        if node.id in self.accepted or len(result.signals.get("ladder") or []) < 2:
+            return None
+        return RecoveryPolicy().weak(result)
 
     def open(self) -> None:
         """Code Mode (model-written scripts in the sandbox) unless turned off or impossible here; called
@@ -130,6 +143,9 @@ class LeafRetrieval:
             async with ctx.local:
                 task, goal = cp.strip_markers(node.task), cp.strip_markers(ctx.config.goal)
                 result = await self.retriever.retrieve(task, goal, node.id)
+            hint = ctx.state.retry_hint
+            if hint and node.id in ctx.state.retry and RecoveryPolicy().weak(result):
+                result = await self._hinted(node, hint, result)  # resume --hint: one more rung
             opened = self._open_checkpoint(node, result)
             if opened is None:
                 return result
@@ -156,7 +172,7 @@ class LeafRetrieval:
             problem, impact = problem or "a person asked to review this evidence", asked
         elif problem is None or impact is None:
             return None
-        signals = {k: v for k, v in result.signals.items() if k != "script_signals"}
+        signals = {k: v for k, v in result.signals.items() if k not in ("script_signals", "ladder")}
         reason = (
             f"{asked}: review the evidence before it is answered ({result.method})"
             if asked is not None
@@ -204,6 +220,8 @@ class LeafRetrieval:
     async def _apply(self, node: Node, checkpoint: Checkpoint, result: RetrievalResult) -> RetrievalResult:
         ctx, decision = self.ctx, checkpoint.decision
         assert decision is not None
+        if decision.by == "human":  # a person took this evidence, chose it or steered it: not a failure
+            self.accepted.add(node.id)
         who = {"human": "a person", "policy": f"the {ctx.config.checkpoints} policy", "cap": "the cap"}
         node.note = f"checkpoint: {decision.action} by {who.get(decision.by, decision.by)}"
         if decision.action == "approve":
@@ -257,6 +275,12 @@ class LeafRetrieval:
         why = f"a person's hint ({hint[:80]!r}) found {len(found.context)} section(s)"
         queries = found.queries + before.queries
         method = f"{found.method}+hint"
-        return RetrievalResult(
+        hinted = RetrievalResult(
             merged, queries, method, signals, confidence=score, why=why, retrieval_score=score
         )
+        earlier = list(
+            before.signals.get("ladder") or [{"rung": before.method, "score": before.retrieval_score}]
+        )
+        rung = {"rung": f"hint {hint[:60]!r}", "score": score, "problem": RecoveryPolicy().weak(hinted)}
+        signals["ladder"] = [*earlier, rung]
+        return hinted

@@ -12,6 +12,8 @@ import yaml
 
 from ..events import RunFinished
 from ..retrieval import citations as cite
+from ..text import section_heading
+from . import _exhausted as exhausted
 from . import checkpoints as cp
 from ._context import RunContext
 from ._resume_plan import cover_cut
@@ -50,9 +52,9 @@ def _status(run: Run) -> RunStatus:
         return RunStatus.NEEDS_HUMAN
     root = run.dag.root()
     others_ok = all(n.status.ok for n in nodes if n.id != root.id)
-    if root.status.ok:
-        return RunStatus.SUCCESS if others_ok and not run.failures else RunStatus.PARTIAL
-    if any(n.status.ok and n.answer for n in nodes):
+    if exhausted.usable(root):  # a root whose retries ran out still answers: flagged, PARTIAL at best
+        return RunStatus.SUCCESS if root.status.ok and others_ok and not run.failures else RunStatus.PARTIAL
+    if any(exhausted.usable(n) and n.answer for n in nodes):
         return RunStatus.PARTIAL  # the root could not synthesize, but subtasks found things
     return RunStatus.FAILED
 
@@ -67,23 +69,24 @@ def _missing_branches(run: Run) -> list[dict[str, Any]]:
             **({"limit": n.cut} if n.cut else {}),  # left out of the plan by this limit
         }
         for n in run.dag
-        if not n.status.ok
+        if not n.status.ok and n.status is not NodeStatus.FAILED_WITH_DIAGNOSTIC  # those: their own section
     ]
 
 
 def _body(run: Run) -> str:
     """The root's answer; if the root has none, what its subtasks found, each under its task."""
     root = run.dag.root() if len(run.dag) else None
-    if root is not None and root.status.ok and root.answer:
+    if root is not None and exhausted.usable(root) and root.answer:
         return root.answer
-    found = [n for n in run.dag if n.status.ok and n.answer and n is not root]
+    found = [n for n in run.dag if exhausted.usable(n) and n.answer and n is not root]
     if not found:
         if any(n.status is NodeStatus.NEEDS_HUMAN for n in run.dag):
             return "The run waits for a person before it can answer; see Checkpoints below."
         if run.failures:
             return "The run produced no answer; see Failures below."
         return "The run produced no answer; see Missing branches below."
-    return "\n\n".join(f"### {n.task}\n\n{n.answer}" for n in found)
+    goal = run.config.goal if run.config is not None else ""
+    return "\n\n".join(f"### {section_heading(n.task, goal, n.id)}\n\n{n.answer}" for n in found)
 
 
 def render_report(
@@ -129,6 +132,7 @@ def render_report(
             parts.append("> Offline mode (--offline or SHAD_OFFLINE=1): nothing left the machine.")
         parts.append("")
     parts += _checkpoint_lines(checkpoints or [])
+    parts += exhausted.report_lines(run)  # nodes whose retries ran out: what was tried, what to try
     if unresolved:
         parts += ["## Unresolved citations", ""]
         parts += [f"- `{u['raw']}` ({u['reason']})" for u in unresolved]
@@ -137,9 +141,11 @@ def render_report(
         parts += ["## Missing branches", ""]
         parts += [f"- `{m['node_id']}` {m['task']} — {m['status']}: {m['reason']}" for m in missing]
         parts.append("")
-    if run.failures:
+    if any(f.get("status") != NodeStatus.FAILED_WITH_DIAGNOSTIC.value for f in run.failures):
         parts += ["## Failures", ""]
         for f in run.failures:
+            if f.get("status") == NodeStatus.FAILED_WITH_DIAGNOSTIC.value:
+                continue  # said in "What failed and what to try"
             parts += [f"### `{f['node_id']}` — {f['phase']}: {f['error_class']}", "", f["message"], ""]
             if f.get("trace"):
                 parts += ["```text", f["trace"].rstrip(), "```", ""]
@@ -191,7 +197,7 @@ def _check_lines(run: Run, checks: BodyChecks | None) -> list[str]:
         return []
     lines: list[str] = []
     if checks.uncovered:
-        unfinished = any(not n.status.ok for n in run.dag)
+        unfinished = any(not (n.status.ok or n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC) for n in run.dag)
         label = "Not answered yet (the run did not finish):" if unfinished else "Not found in the vault:"
         lines += ["## Coverage", "", label, ""]
         lines += [f"- {a.text}" for a in checks.uncovered]
@@ -238,6 +244,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         elif not node.status.finished and node.status is not NodeStatus.NEEDS_HUMAN:
             # Started but never finished: the run stopped around it.
             node.status, node.note = NodeStatus.PRUNED, state.stop_reason or "not finished"
+    run.failures += exhausted.failure_entries(run)
     run.status = _status(run)
     if run.status is RunStatus.FAILED and (state.stop_reason or state.skipped_by_human):
         # A budget, the clock or a person stopped it: resumable, not broken.
@@ -250,6 +257,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     body = checks.body
     if run.status is RunStatus.SUCCESS and checks.uncovered:
         run.status = RunStatus.PARTIAL
+    run.status = exhausted.run_status(run, run.status)  # H4: --on-exhausted partial | fail
     if state.software_report:  # the files cite their notes: those citations are checked like any other
         body = body.rstrip() + "\n\n" + "\n".join(state.software_report)
     for section in (state.garden_report, state.learn_report):
@@ -279,7 +287,8 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         conflict_copies,
         checks,
     )
-    executed = [n for n in run.dag if n.status in (NodeStatus.SUCCEEDED, NodeStatus.FAILED)]
+    ran = (NodeStatus.SUCCEEDED, NodeStatus.FAILED, NodeStatus.FAILED_WITH_DIAGNOSTIC)
+    executed = [n for n in run.dag if n.status in ran]
     metrics = {
         "total_tokens": tokens,
         "llm_calls": run.llm_calls,

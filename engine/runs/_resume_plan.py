@@ -125,6 +125,7 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
     for node_id in plan.redo:
         node = dag.node(node_id)
         node.status, node.answer, node.error, node.note = NodeStatus.CREATED, "", None, ""
+        node.diagnostic = {}
         node.started_at = node.finished_at = None
         node.tokens = node.llm_calls = 0
     return plan
@@ -173,7 +174,10 @@ def adopt(ctx: RunContext, previous: Run) -> None:
     state = ctx.state
     restore_cut(dag, ctx.config.budgets)
     state.previous_ok = {n.id for n in dag if n.status.ok}
+    # Retries ran out for these: they run again, with a new retrieval (not the checkpoint's old one).
+    state.retry = {n.id for n in dag if n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC}
     plan = plan_resume(dag, ctx.cache, ctx.replay)
+    plan.fresh |= state.retry
     state.fresh, state.stale_nodes = set(plan.fresh), len(plan.stale)
     for node_id in plan.reverified:
         ctx.emit(NodeReverified(node=node_id))

@@ -195,4 +195,5 @@ _STATUS_OF = {
     EventKind.NODE_FAILED: NodeStatus.FAILED,
     EventKind.NODE_PRUNED: NodeStatus.PRUNED,
     EventKind.NODE_NEEDS_HUMAN: NodeStatus.NEEDS_HUMAN,
+    EventKind.NODE_FAILED_WITH_DIAGNOSTIC: NodeStatus.FAILED_WITH_DIAGNOSTIC,
 }

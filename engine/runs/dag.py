@@ -21,10 +21,19 @@ class NodeStatus(str, enum.Enum):
     FAILED = "FAILED"
     PRUNED = "PRUNED"
     NEEDS_HUMAN = "NEEDS_HUMAN"  # waits at a checkpoint: neither finished nor failed
+    # Its retries (the retrieval ladder, code repairs) ran out: it keeps its best artifact, flagged, with
+    # a failure report and the inputs that could help (``Node.diagnostic``); a resume runs it again.
+    FAILED_WITH_DIAGNOSTIC = "FAILED_WITH_DIAGNOSTIC"
 
     @property
     def finished(self) -> bool:
-        return self in (NodeStatus.SUCCEEDED, NodeStatus.CACHE_HIT, NodeStatus.FAILED, NodeStatus.PRUNED)
+        return self in (
+            NodeStatus.SUCCEEDED,
+            NodeStatus.CACHE_HIT,
+            NodeStatus.FAILED,
+            NodeStatus.PRUNED,
+            NodeStatus.FAILED_WITH_DIAGNOSTIC,
+        )
 
     @property
     def ok(self) -> bool:
@@ -58,6 +67,8 @@ class Node:
     # The limit (max_nodes, max_branching, max_depth) that left this planned subtask out of the run: it
     # stays PRUNED, a missing branch, until a resume whose limits make room for it runs it.
     cut: str = ""
+    # FAILED_WITH_DIAGNOSTIC: {reason, best_artifact, failure_report, next_inputs} (engine.runs._exhausted)
+    diagnostic: dict[str, Any] = field(default_factory=dict)
 
     @property
     def duration_ms(self) -> float:

@@ -8,7 +8,8 @@ subtasks), ``ModelCalls`` (every model call, within the budgets), ``CacheSteps``
 (the report) and ``apply_voice`` (``--voice``). Every model call's system prompt carries the guidance of
 the skills its node routes to (``ctx.system_prompt``, ``_skills_step``). Everything a run does is an
 event in ``events.jsonl``. A failing node fails alone: its parent synthesizes what its other children
-found, and the report lists the failure.
+found, and the report lists the failure. A leaf whose retrieval stays weak after the whole ladder ends
+FAILED_WITH_DIAGNOSTIC with its best answer, flagged (``_exhausted``: the max-iteration policy).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from ..store import StoreUnavailableError
 from ._cache_steps import CacheSteps
 from ._context import RunContext, failure
 from ._curating import garden, learn
+from ._exhausted import event as exhausted_event
+from ._exhausted import mark, retrieval_diagnostic, usable
 from ._leaf_retrieval import LeafRetrieval, NeedsHuman, SkippedByHuman
 from ._model_calls import BudgetExhausted, ModelCalls
 from ._planning import Planner
@@ -69,8 +72,11 @@ class Orchestrator:
                 await asyncio.to_thread(ctx.vaults.refresh)
                 await asyncio.to_thread(self.retrieval.open)
                 previous = ctx.resumed
-                if previous is not None and any(
-                    n.status.ok or previous.dag.children(n.id) for n in previous.dag
+                if previous is not None and any(  # a node whose retries ran out is progress too
+                    n.status.ok
+                    or n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC
+                    or previous.dag.children(n.id)
+                    for n in previous.dag
                 ):
                     adopt(ctx, previous)
                 else:  # nothing finished and no plan made: plan again (a plan that was made is in the cache)
@@ -120,23 +126,27 @@ class Orchestrator:
 
     async def _run_node(self, node: Node) -> None:
         ctx, state = self.ctx, self.ctx.state
-        node.started_at = time.time()
+        node.started_at, node.diagnostic = time.time(), {}
         ctx.emit(NodeStarted(node=node.id, task=node.task))
         phase = "synthesize" if ctx.run.dag.children(node.id) else "retrieve"
         state.phase[node.id] = phase
         if phase == "retrieve" and await self.planner.split_further(node):
             return  # it has children now: it runs again, to synthesize them, once they have finished
-        mark = ctx.provider.mark()
+        calls_mark = ctx.provider.mark()
         try:
             hit = await (self._synthesize(node) if phase == "synthesize" else self._answer_leaf(node))
             # What dependents read, set before the status says "done" (the await below lets them run).
             node.packet = {"summary": node.answer[:400], "keywords": node.retrieval.get("queries", [])}
-            node.status = NodeStatus.CACHE_HIT if hit else NodeStatus.SUCCEEDED
+            if node.diagnostic:  # its retries ran out: the answer is kept, flagged, and never cached
+                mark(ctx, node, node.diagnostic, emit=False)
+            else:
+                node.status = NodeStatus.CACHE_HIT if hit else NodeStatus.SUCCEEDED
             if not hit:
                 state.reexecuted += node.id in state.previous_ok
+            if not hit and not node.diagnostic:
                 # On the loop, before anything else runs: once the model slot is free another call
                 # may start, and a kill then must not lose an answer that was already paid for.
-                self.cache.save_result(node, mark)
+                self.cache.save_result(node, calls_mark)
             await self.software.after_node(node)  # a software run's code step (nothing for other runs)
         except BudgetExhausted as exc:
             state.stop_reason = exc.message
@@ -171,7 +181,9 @@ class Orchestrator:
         ctx.history.append("metrics/nodes.jsonl", ctx.run.node_metrics(node))
         hit = node.status is NodeStatus.CACHE_HIT
         ctx.emit(
-            NodeFinished(
+            exhausted_event(node)
+            if node.status is NodeStatus.FAILED_WITH_DIAGNOSTIC
+            else NodeFinished(
                 node=node.id,
                 tokens=node.tokens,
                 duration_ms=node.duration_ms,
@@ -200,6 +212,9 @@ class Orchestrator:
         notes = ctx.cache.notes_used(context_dicts)  # index lookups by path: cheap, no thread hop
         node.retrieval = {**result.to_dict(), "context": context_dicts, "notes": [list(n) for n in notes]}
         ctx.emit(NodeRetrieved(node=node.id, items=len(result.context), score=result.retrieval_score))
+        problem = self.retrieval.problem(node, result)
+        if problem:  # every rung tried: it answers from the best context found, and says it ran out
+            node.diagnostic = retrieval_diagnostic(ctx, node, result, problem)
         if not result.context:
             node.answer = "The vault holds nothing relevant to this subtask."
             node.note = "; ".join(filter(None, [node.note, "no relevant notes found; no model call made"]))
@@ -233,11 +248,14 @@ class Orchestrator:
     async def _synthesize(self, node: Node) -> bool:
         """Merge the children's answers; returns True when the cache answered instead."""
         ctx = self.ctx
-        children = [c for c in ctx.run.dag.children(node.id) if c.status.ok and c.answer]
+        # A subtask whose retries ran out still gives its best answer, marked as resting on weak evidence.
+        children = [c for c in ctx.run.dag.children(node.id) if usable(c) and c.answer]
         if not children:
             raise ShadError("every subtask failed or was pruned: nothing to synthesize")
         items = [
-            {"node_id": c.id, "task": c.task, "answer": c.answer, "citations": c.citations} for c in children
+            {"node_id": c.id, "task": c.task, "answer": c.answer, "citations": c.citations}
+            | ({"weak": c.diagnostic.get("reason", "")} if c.diagnostic else {})
+            for c in children
         ]
         notes = {tuple(n) for c in children for n in c.retrieval.get("notes", [])}
         node.retrieval = {"notes": sorted([list(n) for n in notes])}
@@ -246,7 +264,12 @@ class Orchestrator:
         if await self.cache.answer_from_cache(node):
             return True
         goal = ctx.config.goal
-        text = "\n\n".join(f"## {c['task']}\n{c['answer']}" for c in items)
+        text = "\n\n".join(
+            f"## {c['task']}"
+            + (" (weak evidence: its retrieval stayed weak)" if c.get("weak") else "")
+            + f"\n{c['answer']}"
+            for c in items
+        )
         request = LLMRequest(
             "synthesize",
             Tier(tier),
