@@ -1,5 +1,5 @@
-"""``shad learnings ls|promote|reject`` and ``shad approvals ls|approve|reject|log``: what runs proposed or
-asked for, decided by the person at the terminal (the CLI acts as the login user).
+"""``shad learnings ls|promote|reject`` and ``shad approvals ls|approve|reject|log|audit``: what runs
+proposed or asked for, decided by the person at the terminal (the CLI acts as the login user).
 
 Exit codes: 0 done; 1 an approval was approved but its execution failed (nothing was deleted or
 published: the note changed since the request, or the target could not be written); 2 a usage error (no
@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+from datetime import datetime
 from typing import Any
 
 import click
@@ -229,5 +230,30 @@ def log_cmd(approval_id: int | None, as_json: bool) -> int:
         out.print(
             f"{escape(e.at)} #{e.approval_id} [bold]{escape(e.action)}[/] by {escape(e.by)}: {escape(what)} "
             f"[dim]sha256 {escape(e.hash[:12] or '-')}{' · ' + escape(extra) if extra else ''}[/]"
+        )
+    return 0
+
+
+@approvals_group.command("audit")
+@click.option("--last", type=int, default=50, show_default=True, help="Only the last N writes (0: all).")
+@json_option
+def audit_cmd(last: int, as_json: bool) -> int:
+    """Every note written outside a run (approvals applied, publishing, learnings decided, ingest, enrich,
+    reports), from SHAD_HOME/audit.jsonl: when, what, where, bytes and sha256. A run's writes are events
+    in its own history (shad trace)."""
+    from ..curation import audit_log
+
+    records = audit_log(last or None)
+    if as_json:
+        _print_json(records)
+        return 0
+    if not records:
+        out.print("no writes logged yet")
+    for r in records:
+        when = datetime.fromtimestamp(float(r.get("ts", 0))).isoformat(timespec="seconds")
+        out.print(
+            f"{when} [bold]{escape(str(r.get('action', '')))}[/] {escape(str(r.get('path', '')))} in "
+            f"{escape(str(r.get('vault', '')))} [dim]{r.get('bytes', 0)} bytes · sha256 "
+            f"{escape(str(r.get('hash', ''))[:12])} · {escape(str(r.get('why', '')))}[/]"
         )
     return 0

@@ -24,6 +24,7 @@ from ._approvals import (
     request_frontmatter,
     request_publish,
 )
+from ._audit import audit_log, audit_path
 from ._enrich import EnrichResult, enrich, enrich_folder
 from ._garden import TypeProposal, infer_type, propose_types
 from ._git import GitError
@@ -72,6 +73,8 @@ __all__ = [
     "approval_log",
     "approvals",
     "approve",
+    "audit_log",
+    "audit_path",
     "enrich",
     "enrich_folder",
     "gap_report_markdown",

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..vault import NoteWrite, VaultWriter
 from ._analyze import WEIGHTS, GapReport, TopicGap
+from ._audit import logged
 
 __all__ = ["REPORTS_FOLDER", "report_markdown", "report_path", "write_report"]
 
@@ -156,7 +157,12 @@ def write_report(report: GapReport, day: dt.date | None = None) -> NoteWrite:
         "audit": report.audit,
         "tags": ["shad/report"],
     }
-    writer = VaultWriter(Path(report.vault), role="person", actor=ACTOR)
+    writer = VaultWriter(
+        Path(report.vault),
+        role="person",
+        actor=ACTOR,
+        on_write=logged(report.vault, "vault gap report", "person"),
+    )
     done = writer.write_note(path, report_markdown(report, day), frontmatter, overwrite=True)
     report.report_path = done.path
     return done

@@ -26,6 +26,7 @@ from typing import Any
 from ..config import shad_home
 from ..errors import NoteNotFoundError, ShadError, UsageError, VaultNotFoundError
 from ..vault import StateCorruptionError, VaultWriter, normalize_note_path
+from ._audit import logged
 from ._publish import publish
 
 __all__ = [
@@ -358,16 +359,21 @@ def approve(approval_id: int, by: str, note: str = "") -> Approval:
 
 
 def _delete(a: Approval) -> str:
-    writer = VaultWriter(a.vault, role="person", actor=a.decided_by)
+    writer = VaultWriter(a.vault, role="person", actor=a.decided_by, on_write=_audited(a))
     writer.delete_note(a.path, approval=a)
     return f"deleted {a.path}"
 
 
 def _frontmatter(a: Approval) -> str:
     changes = json.loads(a.target)
-    writer = VaultWriter(a.vault, role="person", actor=a.decided_by)
+    writer = VaultWriter(a.vault, role="person", actor=a.decided_by, on_write=_audited(a))
     writer.update_frontmatter(a.path, changes, expected_hash=a.requested_hash)
     return f"set {', '.join(f'{k}: {v}' for k, v in changes.items())} in {a.path}"
+
+
+def _audited(a: Approval) -> Any:
+    """Its write goes to the audit log (approvals are applied outside any run)."""
+    return logged(a.vault, f"approval #{a.id} ({a.kind}) approved by {a.decided_by}", "person")
 
 
 _EXECUTORS: dict[str, Callable[[Approval], str]] = {

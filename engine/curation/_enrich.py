@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..vault import VaultWriter, parse_note
+from ._audit import logged
 from ._ingest import ACTOR, wikilink
 from ._select import Skipped, extract_code
 from ._sources import ShadowIndex
@@ -112,7 +113,8 @@ def enrich_folder(vault: str | Path, folder: str, *, deep: bool = True) -> Enric
         result.modules.append(found)
         hashes[source_path] = str(front.get("content_hash", ""))
     result.modules.sort(key=lambda m: m.path)
-    writer = VaultWriter(root, role="person", actor=ACTOR.replace("ingest", "enrich"))
+    actor = ACTOR.replace("ingest", "enrich")
+    writer = VaultWriter(root, role="person", actor=actor, on_write=logged(root, actor, "person"))
     now = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     names = _note_names(result.modules)
     for module in result.modules:

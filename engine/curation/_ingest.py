@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import UsageError, VaultNotFoundError
 from ..vault import VaultWriter, WriteRefusedError, parse_note
+from ._audit import logged
 from ._git import SourceSpec, clone, resolve_source, tracked_files
 from ._select import PRESETS, Candidate, Skipped, code_block, select_files, walk_folder
 from ._sources import ShadowIndex, SnapshotRecord, SourceRecord
@@ -252,7 +253,12 @@ def _plain(value: Any) -> Any:
 
 
 def _write(plan: IngestPlan, index: ShadowIndex) -> IngestResult:
-    writer = VaultWriter(plan.vault, role="person", actor=ACTOR)
+    writer = VaultWriter(
+        plan.vault,
+        role="person",
+        actor=ACTOR,
+        on_write=logged(plan.vault, f"ingest of {plan.spec.url}", "person"),
+    )
     moment = _now()
     provenance = {
         "source_url": plan.spec.url,

@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import NoteNotFoundError, ShadError, UsageError
 from ..vault import StateCorruptionError, VaultWriter, normalize_note_path, parse_note
 from ._approvals import AlreadyDecidedError, _vault_root, approve, reject, request_delete
+from ._audit import logged
 
 __all__ = [
     "LEARNINGS_FOLDER",
@@ -132,7 +133,12 @@ def propose_learning(
     writer = (
         vault
         if isinstance(vault, VaultWriter)
-        else VaultWriter(_vault_root(vault), role="root", actor=run_id)
+        else VaultWriter(
+            _vault_root(vault),
+            role="root",
+            actor=run_id,
+            on_write=logged(_vault_root(vault), f"learning proposed by {run_id}", "root"),
+        )
     )
     root = _vault_root(writer)
     slug = _free_slug(root, slugify(title))
@@ -260,7 +266,9 @@ def promote_learning(vault: Any, path_or_slug: str, *, by: str | None = None) ->
     for key in ("rejected_by", "rejected_at", "rejection_reason"):
         fm.pop(key, None)
     fm.update(status="verified", promoted_by=person, promoted_at=_now())
-    writer = VaultWriter(root, role="person", actor=person)
+    writer = VaultWriter(
+        root, role="person", actor=person, on_write=logged(root, f"learning promoted by {person}", "person")
+    )
     slug = item.slug
     if (root / LEARNINGS_FOLDER / f"{slug}.md").exists():  # a verified learning has its name: the next free
         slug = _free_slug(root, slug)
@@ -297,7 +305,9 @@ def reject_learning(vault: Any, path_or_slug: str, *, by: str | None = None, rea
     item = _staged(root, path_or_slug)
     if item.status != "staging":
         raise AlreadyDecidedError(f"{item.path} is {item.status} already", hint="nothing to do")
-    writer = VaultWriter(root, role="person", actor=person)
+    writer = VaultWriter(
+        root, role="person", actor=person, on_write=logged(root, f"learning rejected by {person}", "person")
+    )
     changes = {"status": "rejected", "rejected_by": person, "rejected_at": _now(), "rejection_reason": reason}
     writer.update_frontmatter(item.path, changes, expected_hash=item.hash)
     rejected = _read(root, item.path)

@@ -10,6 +10,7 @@ import yaml
 
 from ..fs import atomic_write
 from ..vault import StateCorruptionError, render_note
+from ._audit import log_write
 
 __all__ = ["SHAD_INTERNAL_FIELDS", "publish", "published_text"]
 
@@ -52,5 +53,10 @@ def publish(a: Any) -> str:
     folder = Path(a.target)
     destination = folder / Path(a.path).name
     replaced = destination.exists()
-    atomic_write(destination, published_text(raw))
+    text = published_text(raw)
+    atomic_write(destination, text)
+    data = text.encode("utf-8")
+    why = f"approval #{a.id} (publish of {a.path}) approved by {a.decided_by}"
+    action = "updated" if replaced else "created"
+    log_write(folder, destination.name, action, why, "person", len(data), hashlib.sha256(data).hexdigest())
     return f"published {a.path} to {destination}" + (" (replaced the earlier copy)" if replaced else "")

@@ -6,6 +6,9 @@
   queue (``shad approvals``), never straight into the vault; a note that changed on disk since the run read
   it stops the gardener with ``StateCorruptionError`` (a failure of the run, so the status says it), and
   nothing is asked for it.
+
+Every note the run writes goes through the run's writer (``run_writer``), whose every write is a
+``NOTE_WRITTEN`` event in the run's ``events.jsonl`` (path, role, bytes, sha256; never the text).
 """
 
 from __future__ import annotations
@@ -15,10 +18,31 @@ import asyncio
 from ..curation import propose_learning, propose_types
 from ..errors import ShadError
 from ..events import NoteWritten
-from ..vault import is_local, location
+from ..vault import NoteWrite, VaultWriter, is_local, location
 from ._context import RunContext, failure
 
-__all__ = ["garden", "learn"]
+__all__ = ["garden", "learn", "run_writer"]
+
+
+def run_writer(ctx: RunContext, vault_index: int, why: str) -> VaultWriter:
+    """The run's writer of its ``vault_index``-th vault (a folder): root role, acting as the run. Its
+    writes may happen on a worker thread; their events are emitted on the run's loop, in order."""
+    vault = ctx.vaults.vaults[vault_index]
+    loop = asyncio.get_running_loop()
+
+    def written(write: NoteWrite, size: int) -> None:
+        event = NoteWritten(
+            vault=vault.id,
+            path=write.path,
+            action=write.action,
+            why=why,
+            role="root",
+            bytes=size,
+            hash=write.hash,
+        )
+        loop.call_soon_threadsafe(ctx.emit, event)
+
+    return VaultWriter(vault.root, role="root", actor=ctx.run_id, on_write=written)
 
 
 async def garden(ctx: RunContext) -> None:
@@ -77,7 +101,7 @@ async def learn(ctx: RunContext) -> None:
     try:
         path = await asyncio.to_thread(
             propose_learning,
-            ctx.vaults.vaults[0].root,
+            run_writer(ctx, 0, "--learn proposal"),
             ctx.config.goal,
             root.answer,
             run_id=ctx.run_id,
@@ -87,7 +111,6 @@ async def learn(ctx: RunContext) -> None:
         ctx.run.failures.append(failure("root", "learn", exc))
         return
     ctx.state.learning = path
-    ctx.emit(NoteWritten(vault=ctx.vaults.vaults[0].id, path=path, action="created", why="--learn proposal"))
     ctx.state.learn_report = [
         "## Learning",
         "",

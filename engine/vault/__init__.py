@@ -10,7 +10,7 @@ from ._model import Diagnostic, Heading, Hit, Link, Note
 from ._parse import parse_note
 from ._scan import is_conflict_copy
 from ._vault import Vault, normalize_note_path
-from ._writer import NoteWrite, StateCorruptionError, VaultWriter, WriteRefusedError, render_note
+from ._writer import NoteWrite, StateCorruptionError, VaultWriter, WriteHook, WriteRefusedError, render_note
 
 __all__ = [
     "Diagnostic",
@@ -27,6 +27,7 @@ __all__ = [
     "VaultIndex",
     "VaultSet",
     "VaultWriter",
+    "WriteHook",
     "WriteRefusedError",
     "backend_names",
     "get_backend",

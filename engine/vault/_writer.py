@@ -25,7 +25,7 @@ import re
 import secrets
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,16 +86,23 @@ def render_note(frontmatter: Mapping[str, Any] | None, body: str) -> str:
     return f"---\n{block}---\n{text}"
 
 
+# Told of every write that changed the vault: (what it did, how many bytes it wrote). The audit trail (P7):
+# a run's writer emits a NOTE_WRITTEN event, an approval applied outside a run appends to the audit log.
+WriteHook = Callable[[NoteWrite, int], None]
+
+
 class VaultWriter:
     """Writes notes into the vault at ``root`` as ``role`` (root, person, subtask, sandbox)."""
 
-    def __init__(self, root: str | Path, *, role: str = "root", actor: str = "shad") -> None:
+    def __init__(
+        self, root: str | Path, *, role: str = "root", actor: str = "shad", on_write: WriteHook | None = None
+    ) -> None:
         if role not in ROLES:
             raise WriteRefusedError(f"unknown writer role {role!r}", hint=f"roles: {', '.join(ROLES)}")
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir():
             raise NoteNotFoundError(f"vault folder not found: {self.root}", hint="pass the vault's folder")
-        self.role, self.actor = role, actor
+        self.role, self.actor, self.on_write = role, actor, on_write
         self._stems: set[str] | None = None  # note names in the vault, read once, to resolve links
 
     # --- reading what is there -----------------------------------------------------------------------
@@ -179,7 +186,7 @@ class VaultWriter:
         self._unchanged_since(rel, current, getattr(approval, "content_hash", None) or None)
         with self._folder(rel, create=False) as (fd, name):
             os.unlink(name, dir_fd=fd)
-        return NoteWrite(rel, "deleted", hashlib.sha256(current).hexdigest())
+        return self._done(NoteWrite(rel, "deleted", hashlib.sha256(current).hexdigest()), 0)
 
     # --- checks --------------------------------------------------------------------------------------
 
@@ -321,7 +328,14 @@ class VaultWriter:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=fd)
                 raise
-        return NoteWrite(rel, "created" if current is None else "updated", digest, unresolved)
+        return self._done(
+            NoteWrite(rel, "created" if current is None else "updated", digest, unresolved), len(data)
+        )
+
+    def _done(self, write: NoteWrite, size: int) -> NoteWrite:
+        if self.on_write is not None:
+            self.on_write(write, size)
+        return write
 
     @contextlib.contextmanager
     def _folder(self, rel: str, *, create: bool) -> Any:
