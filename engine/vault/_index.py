@@ -22,10 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._index_db import CHUNK_BITS, FTS_COLUMNS, NAMES_COLUMNS, IndexDatabase, default_index_path, name_key
+from ._index_db import (
+    CHUNK_BITS,
+    FTS_COLUMNS,
+    NAMES_COLUMNS,
+    IndexDatabase,
+    IndexStats,
+    default_index_path,
+    name_key,
+)
 from ._index_db import check_fts5 as _check_fts5  # noqa: F401 (the tests reach it here)
 from ._links import LinkRow, aliases_of, index_file, link_rows, resolve_pending
+from ._lock import build_lock
 from ._parse import Chunk, parse_for_index
+from ._refresh import quick_scan
 from ._scan import FileEntry, ScanResult, scan_vault
 
 __all__ = [
@@ -50,26 +60,6 @@ _REMEMBER_REREAD = 5000  # after writing more files than this, the state is read
 _PARALLEL_THRESHOLD = 1500
 
 ProgressFn = Callable[[int, int], None]
-
-
-@dataclass
-class IndexStats:
-    """What one update did."""
-
-    scanned: int = 0
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    touched: int = 0  # mtime changed but content identical
-    removed: int = 0
-    attachments: int = 0
-    attachments_changed: int = 0
-    seconds: float = 0.0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def changed(self) -> int:
-        return self.added + self.updated + self.removed
 
 
 class VaultIndex(IndexDatabase):
@@ -99,13 +89,43 @@ class VaultIndex(IndexDatabase):
 
     # --- updating --------------------------------------------------------------------------------------
 
-    def update(self, progress: ProgressFn | None = None, scan: ScanResult | None = None) -> IndexStats:
-        """Bring the index in line with the folder; only what changed is read and parsed."""
+    def update(
+        self,
+        progress: ProgressFn | None = None,
+        scan: ScanResult | None = None,
+        *,
+        keep: Callable[[str], bool] | None = None,
+        scope: str = "all",
+        full: bool = False,
+    ) -> IndexStats:
+        """Bring the index in line with the folder; only what changed is read and parsed. ``keep``: which
+        vault paths to index (all by default), named by ``scope`` (an update with another scope walks the
+        whole vault). Without ``scan`` and unless ``full``, only what changed
+        since the last scan is looked at (``_refresh``). One update of an index at a time, across
+        processes: the others wait for it (a file lock), then find its work done."""
+        with build_lock(self.db_path):
+            full = full or self.meta("scope") not in (None, scope)
+            return self._update(progress, scan, keep or _everything, full, scope)
+
+    def _update(
+        self,
+        progress: ProgressFn | None,
+        scan: ScanResult | None,
+        keep: Callable[[str], bool],
+        full: bool,
+        scope: str,
+    ) -> IndexStats:
         started = time.perf_counter()
+        scan_started = time.time()
         # Read before the file state, so that a write in between makes it look stale, never current.
         generation = self.meta("generation")
         self._generation, self._stale = generation, False
-        if self._state is not None and generation == self._state_generation:
+        quick = None if scan is not None or full else quick_scan(self, keep)
+        if quick is not None:
+            scan_started = quick.started
+            stored = self._rows(list(quick.entries))
+            scan = ScanResult(quick.entries, quick.skipped)
+        elif self._state is not None and generation == self._state_generation:
             # Nothing else wrote to the index since this object last did: what it holds is known.
             stored = self._state
             scan = scan or scan_vault(self.root)
@@ -116,8 +136,10 @@ class VaultIndex(IndexDatabase):
                 stored = self._read_state()
                 scan = walk.result() if walk is not None else scan
         assert scan is not None
+        if quick is None and keep is not _everything:
+            scan = ScanResult({p: e for p, e in scan.files.items() if keep(p)}, scan.skipped)
         stats = IndexStats(scanned=len(scan.files), skipped=scan.skipped)
-        removed = sorted(stored.keys() - scan.files.keys())
+        removed = sorted(set(quick.removed)) if quick else sorted(stored.keys() - scan.files.keys())
         changed: list[tuple[FileEntry, str | None]] = []
         attachments: list[FileEntry] = []
         for path, entry in scan.files.items():
@@ -143,7 +165,12 @@ class VaultIndex(IndexDatabase):
             # A first build appends hundreds of MB: WAL would write every page twice (log, then
             # checkpoint). A rollback journal is as crash-safe and writes new pages once. (SQLite refuses
             # the switch while another connection has the index open: then the build stays in WAL.)
-            bulk = not stored and len(changed) >= _PARALLEL_THRESHOLD and self._journal_mode("delete")
+            bulk = (
+                not quick
+                and not stored
+                and len(changed) >= _PARALLEL_THRESHOLD
+                and self._journal_mode("delete")
+            )
             for item in _parse_all(self.root, changed):
                 batch.append(item)
                 if len(batch) >= _BATCH:
@@ -158,19 +185,29 @@ class VaultIndex(IndexDatabase):
             if progress:
                 progress(done, total)
             written = [*removed, *(e.path for e, _ in changed), *(e.path for e in attachments)]
-            self._transaction(self._finish_update, bump=False)
+            self._transaction(
+                lambda: self._finish_update(scan_started, quick is None, stats, scope), bump=False
+            )
             if stats.changed or self._stale:
                 self._counts.clear()
                 self._sizes = None
-            self._remember(stored, written)
+            if quick is None:
+                self._remember(stored, written)
+            else:  # only the changed part was read: the whole state is not known here
+                self._state, self._state_generation = None, None
+                self._quick_totals(stats)
         stats.seconds = time.perf_counter() - started
         return stats
 
-    def _finish_update(self) -> None:
+    def _finish_update(self, scan_started: float, full: bool, stats: IndexStats, scope: str) -> None:
         """Resolve the links this update (or an interrupted one) left pending, and stamp the update (the
         generation was bumped by each transaction that changed rows). One transaction: no writer changes
         the files while links are resolved against them."""
         resolve_pending(self.conn)
+        stamps = [("scanned_at", repr(scan_started)), ("skipped", _dumps(stats.skipped)), ("scope", scope)]
+        if full:
+            stamps.append(("full_scan_at", repr(scan_started)))
+        self.conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", stamps)
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES('last_update', ?)", (str(time.time()),))
 
     def _remember(self, stored: dict[str, tuple[int, int, int, str]], written: list[str]) -> None:
@@ -185,24 +222,6 @@ class VaultIndex(IndexDatabase):
             stored.pop(path, None)
         stored.update(self._rows(written))
         self._state, self._state_generation = stored, self._generation
-
-    def _delete_paths(self, paths: list[str], stats: IndexStats) -> None:
-        """Drop the rows of ``paths`` (files gone from the folder) that the index still holds. The ids are
-        looked up afresh: another writer may have removed a row meanwhile, and its id been reused."""
-        ids = [row[0] for row in self._rows(paths).values()]
-        self._delete_ids(ids)
-        stats.removed = len(ids)
-
-    def _upsert_attachments(self, entries: list[FileEntry]) -> None:
-        known = self._rows([e.path for e in entries])
-        self.conn.executemany(
-            "INSERT INTO files(path, is_note, size, mtime_ns, title) VALUES(?, 0, ?, ?, ?) "
-            "ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns",
-            [(e.path, e.size, e.mtime_ns, e.path.rsplit("/", 1)[-1]) for e in entries],
-        )
-        new = [e.path for e in entries if e.path not in known]
-        for path, (fid, *_rest) in self._rows(new).items():
-            index_file(self.conn, fid, path, [], [], new=True)
 
     def _commit_batch(self, batch: list[_Parsed], stats: IndexStats) -> int:
         def write() -> None:
@@ -344,6 +363,10 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
         note.aliases,
         link_rows(note.links),
     )
+
+
+def _everything(path: str) -> bool:
+    return True
 
 
 def _props(frontmatter: dict[str, Any]) -> str:

@@ -16,12 +16,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import shad_home
 from ..errors import IndexUnavailableError
-from ._links import LINK_SCHEMA, LINK_TABLES, forget_file
+from ._links import LINK_SCHEMA, LINK_TABLES, forget_file, index_file
+from ._scan import FileEntry
 
 __all__ = [
     "CHUNK_BITS",
@@ -29,6 +31,7 @@ __all__ = [
     "FTS_COLUMNS",
     "NAMES_COLUMNS",
     "IndexDatabase",
+    "IndexStats",
     "check_fts5",
     "default_index_path",
     "doc_body",
@@ -92,6 +95,26 @@ def check_fts5(conn: sqlite3.Connection) -> None:
             f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5 full-text search",
             hint="use a Python whose sqlite3 module includes FTS5 (python.org and most Linux builds do)",
         ) from exc
+
+
+@dataclass
+class IndexStats:
+    """What one update did."""
+
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    touched: int = 0  # mtime changed but content identical
+    removed: int = 0
+    attachments: int = 0
+    attachments_changed: int = 0
+    seconds: float = 0.0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
 
 
 class IndexDatabase:
@@ -268,6 +291,30 @@ class IndexDatabase:
             self.conn.execute("DELETE FROM links WHERE src=?", (fid,))
             self.conn.execute("DELETE FROM keys WHERE file_id=?", (fid,))
             forget_file(self.conn, fid, keep_incoming=keep_incoming)
+
+    def _quick_totals(self, stats: IndexStats) -> None:
+        """A quick update looked at the changed files only: count the others from the index."""
+        files, attachments = self.query("SELECT count(*), coalesce(sum(is_note = 0), 0) FROM files")[0]
+        stats.unchanged = files - stats.added - stats.updated - stats.touched - stats.attachments_changed
+        stats.scanned, stats.attachments = files, attachments
+
+    def _delete_paths(self, paths: list[str], stats: IndexStats) -> None:
+        """Drop the rows of ``paths`` (files gone from the folder) that the index still holds. The ids are
+        looked up afresh: another writer may have removed a row meanwhile, and its id been reused."""
+        ids = [row[0] for row in self._rows(paths).values()]
+        self._delete_ids(ids)
+        stats.removed = len(ids)
+
+    def _upsert_attachments(self, entries: list[FileEntry]) -> None:
+        known = self._rows([e.path for e in entries])
+        self.conn.executemany(
+            "INSERT INTO files(path, is_note, size, mtime_ns, title) VALUES(?, 0, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns",
+            [(e.path, e.size, e.mtime_ns, e.path.rsplit("/", 1)[-1]) for e in entries],
+        )
+        new = [e.path for e in entries if e.path not in known]
+        for path, (fid, *_rest) in self._rows(new).items():
+            index_file(self.conn, fid, path, [], [], new=True)
 
     def _delete_doc(self, fid: int) -> None:
         """Remove note ``fid``'s row from the contentless ``docs`` table: FTS5 needs the values it indexed,

@@ -8,12 +8,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from stat import S_ISREG
 from typing import NamedTuple
 
-__all__ = ["SKIPPED_DIRS", "FileEntry", "ScanResult", "is_conflict_copy", "scan_vault"]
+__all__ = [
+    "SKIPPED_DIRS",
+    "FileEntry",
+    "ScanResult",
+    "is_conflict_copy",
+    "list_changed",
+    "list_folder",
+    "scan_vault",
+]
 
 SKIPPED_DIRS = frozenset({".obsidian", ".trash", ".git"})
 _CONFLICT = re.compile(
@@ -32,6 +40,7 @@ class FileEntry(NamedTuple):
 class ScanResult:
     files: dict[str, FileEntry]
     skipped: list[tuple[str, str]]  # (path, reason): symlinks out of the vault, unreadable folders
+    folders: list[str] = field(default_factory=list)  # listed folders (``list_changed``, ``list_folder``)
 
 
 def is_conflict_copy(path: str) -> bool:
@@ -66,14 +75,38 @@ def _gnu_find() -> str | None:
     return find if "GNU findutils" in version else None
 
 
-def _scan_with_find(root: str) -> ScanResult:
+def list_changed(root: str, since: float) -> ScanResult | None:
+    """The files and folders under ``root`` whose inode changed after ``since`` (epoch seconds: a file
+    written, renamed, copied in or touched; a folder where an entry was added, removed or renamed), in
+    ``files`` and ``folders``; None without GNU find. find still stats every file, in C, but only what
+    changed reaches Python."""
+    if _gnu_find() is None:
+        return None
+    try:
+        return _scan_with_find(root, since)
+    except OSError:
+        return None
+
+
+def list_folder(root: str, rel: str, recursive: bool = False) -> ScanResult:
+    """The files directly in folder ``rel`` of the vault (``""``: its root), and its sub-folders in
+    ``folders``; with ``recursive``, every file below it instead."""
+    return _scan_with_python(root, rel, recursive)
+
+
+def _scan_with_find(root: str, since: float | None = None) -> ScanResult:
     find = _gnu_find()
     assert find is not None
     real_root = os.path.realpath(root)
     files: dict[str, FileEntry] = {}
+    folders: list[str] = []
     skipped: list[tuple[str, str]] = []
     encoding = sys.getfilesystemencoding()
-    cmd = [find, "-H", root, "-mindepth", "1", "-name", ".*", "-prune", "-o", "-printf", r"%y %s %T@ %P\0"]
+    # ctime, not mtime: it moves on every write, rename, copy or utime (a file copied with its old mtime
+    # kept, or an mtime set back, still shows), and cannot be set from outside.
+    newer = [] if since is None else ["-newerct", f"@{since:.6f}"]
+    cmd = [find, "-H", root, "-mindepth", "1", "-name", ".*", "-prune", "-o", *newer]
+    cmd += ["-printf", r"%y %s %T@ %P\0"]
     # The listing is parsed while find is still walking (two processes, two cores); its complaints go
     # to a file so that a full stderr pipe can never stall it.
     with (
@@ -102,6 +135,8 @@ def _scan_with_find(root: str) -> ScanResult:
                     entry = _symlink_entry(real_root, os.path.join(root, rel), rel, skipped)
                     if entry is not None:
                         files[rel] = entry
+                elif kind == "d" and since is not None:
+                    folders.append(rel)
         proc.wait()
         errors.seek(0)
         complaints = errors.read().decode(errors="replace")
@@ -111,7 +146,7 @@ def _scan_with_find(root: str) -> ScanResult:
         path = where.removeprefix("find: ").strip("'‘’")
         rel = os.path.relpath(path, root) if path.startswith(root) else path
         skipped.append((rel, f"cannot list folder: {reason}"))
-    return ScanResult(files, skipped)
+    return ScanResult(files, skipped, folders)
 
 
 def _is_utf8(name: str) -> bool:
@@ -157,11 +192,12 @@ def _symlink_entry(real_root: str, full: str, rel: str, skipped: list[tuple[str,
     return FileEntry(rel, st.st_size, st.st_mtime_ns, rel.lower().endswith(".md"))
 
 
-def _scan_with_python(root: str) -> ScanResult:
+def _scan_with_python(root: str, start: str = "", recursive: bool = True) -> ScanResult:
     real_root = os.path.realpath(root)
     files: dict[str, FileEntry] = {}
     skipped: list[tuple[str, str]] = []
-    stack = [("", root)]
+    folders: list[str] = []
+    stack = [(start + "/", os.path.join(root, start))] if start else [("", root)]
     while stack:
         rel_dir, abs_dir = stack.pop()
         try:
@@ -184,7 +220,10 @@ def _scan_with_python(root: str) -> ScanResult:
                         files[rel] = found
                     continue
                 if entry.is_dir():
-                    stack.append((rel + "/", entry.path))
+                    if recursive:
+                        stack.append((rel + "/", entry.path))
+                    else:
+                        folders.append(rel)
                     continue
                 st = entry.stat()
                 if not S_ISREG(st.st_mode):
@@ -193,4 +232,4 @@ def _scan_with_python(root: str) -> ScanResult:
                 skipped.append((rel, f"cannot read: {exc.strerror}"))
                 continue
             files[rel] = FileEntry(rel, st.st_size, st.st_mtime_ns, name.lower().endswith(".md"))
-    return ScanResult(files, skipped)
+    return ScanResult(files, skipped, folders)

@@ -24,7 +24,7 @@ from ._links import backlinks as _backlinks
 from ._links import neighbors as _neighbors
 from ._model import Diagnostic, Hit, Note
 from ._parse import parse_note
-from ._scan import ScanResult, is_conflict_copy, scan_vault
+from ._scan import is_conflict_copy
 from ._search import SearchFilters, search_index
 
 __all__ = ["Vault", "normalize_note_path", "to_epoch"]
@@ -132,14 +132,14 @@ class Vault:
                 self._index = VaultIndex(str(self.root), self._index_path)
             return self._index
 
-    def refresh(self, progress: ProgressFn | None = None) -> IndexStats:
-        """Re-index what changed on disk since the last update (everything, the first time)."""
+    def refresh(self, progress: ProgressFn | None = None, *, full: bool = False) -> IndexStats:
+        """Re-index what changed on disk since the last update (everything, the first time). Only what
+        changed since the last scan is looked at, by modification time; ``full`` walks the whole vault
+        (as the index does itself at least hourly: an edit that set a file's mtime back is seen then)."""
         with self._lock:
-            scan = scan_vault(str(self.root))
-            if not self.include_history:
-                files = {p: e for p, e in scan.files.items() if not p.startswith(SHAD_HISTORY)}
-                scan = ScanResult(files, scan.skipped)
-            stats = self.index.update(progress, scan)
+            keep = None if self.include_history else _not_history
+            scope = "all" if self.include_history else "no-history"
+            stats = self.index.update(progress, keep=keep, scope=scope, full=full)
             if stats.changed or stats.attachments_changed:
                 self._graph = None
             self._refreshed = True
@@ -344,6 +344,10 @@ class Vault:
                 "last_update": float(index.meta("last_update") or 0),
             },
         }
+
+
+def _not_history(path: str) -> bool:
+    return not path.startswith(SHAD_HISTORY)
 
 
 def _conflict_original(path: str, files: set[str]) -> str | None:
