@@ -100,11 +100,13 @@ def front_end_selects(explorer: DagExplorer, node_id: str) -> None:
 def test_public_surface_and_synced_traits() -> None:
     assert widgets.__all__ == ["ApprovalWidget", "CheckpointWidget", "DagExplorer"]
     synced = {"run_id", "goal", "status", "notice", "nodes", "edges", "budget", "selected", "details"}
+    synced |= {"can_stop", "cell_waiting", "report_path"}
     traits = DagExplorer.class_traits()
     for name in synced:
         assert traits[name].metadata.get("sync") is True, name
         assert traits[name].help, f"{name} has no help"
     assert isinstance(traits["nodes"], traitlets.List) and isinstance(traits["budget"], traitlets.Dict)
+    assert traits["stop_handler"].help and not traits["stop_handler"].metadata.get("sync")  # a callable
     # The front end gets the files' text as synced traits: nothing to fetch.
     explorer = DagExplorer()
     assert explorer._esm == (STATIC / "dag_explorer.js").read_text()
