@@ -16,6 +16,7 @@ from engine import Run, VaultSet
 from engine.runs.dag import Dag, Node
 
 from ._errors import ShadUsageError
+from ._reprs import metrics_frame, metrics_html, search_frame
 
 __all__ = ["Analysis", "Info", "analyze", "export", "providers", "runs", "search", "status", "trace"]
 
@@ -168,12 +169,12 @@ def runs(limit: int = 20) -> Any:
 
 
 def search(query: str, vaults: Sequence[str], limit: int = 10) -> Any:
-    """Vault search as a DataFrame: path, title, heading, score, snippet, vault."""
-    import pandas as pd
+    """Vault search as a DataFrame: path, title, heading (``""`` when the passage has none), score, snippet,
+    vault; it shows whole snippets, and notes as links."""
+    from ._result import vault_roots
 
     hits = VaultSet(list(vaults)).search(query, limit=limit)
-    columns = ["path", "title", "heading", "score", "snippet", "vault"]
-    return pd.DataFrame([{c: getattr(h, c) for c in columns} for h in hits], columns=columns)
+    return search_frame(hits, vault_roots(vaults), query)
 
 
 def _configured(name: str) -> tuple[bool | None, str]:
@@ -216,7 +217,7 @@ class Analysis:
 
     def __init__(self, run: Run) -> None:
         self.run_id = run.id
-        self.metrics = run.metrics_frame()
+        self.metrics = metrics_frame(run.metrics)
         frame = self.metrics
         m = run.summary.get("metrics", {})
         by_status = frame["status"].value_counts().to_dict() if len(frame) else {}
@@ -250,7 +251,7 @@ class Analysis:
     def _repr_html_(self) -> str:
         import html
 
-        return f"<p>{html.escape(self.text())}</p>" + str(self.metrics.to_html(max_rows=60))
+        return f"<p>{html.escape(self.text())}</p>" + metrics_html(self.metrics)
 
     def __repr__(self) -> str:
         return f"{self.text()}\n\n{self.metrics.to_string(max_rows=60)}"

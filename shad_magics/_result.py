@@ -21,6 +21,7 @@ from engine.output import Manifest
 from engine.retrieval.citations import extract_citations
 
 from ._errors import ShadUsageError
+from ._reprs import Citations, metrics_frame, run_graph
 
 __all__ = ["FORMATS", "MIME", "ShadArtifactWarning", "ShadResult", "citation_links", "vault_roots"]
 
@@ -111,7 +112,8 @@ class ShadResult:
         self.checkpoints: Any = None
         roots = vault_roots(run.config.vaults) if run.config is not None else {}
         self._roots = roots
-        self.citations: list[dict[str, Any]] = citation_links(run.citations, roots)
+        # a list of dicts that shows as a table of clickable notes
+        self.citations: list[dict[str, Any]] = Citations(citation_links(run.citations, roots))
         self._metrics: Any = None
         self._display_id: str | None = None  # the display this result shows in (replaced on a resume)
         self._view: Any = None  # the RunView of the cell that ran it, if any
@@ -151,16 +153,14 @@ class ShadResult:
     def metrics(self) -> Any:
         """One row per node (pandas DataFrame)."""
         if self._metrics is None:
-            self._metrics = self.run.metrics_frame()
+            self._metrics = metrics_frame(self.run.metrics)  # a DataFrame that shows readable columns
         return self._metrics
 
     @property
     def dag(self) -> Any:
         """The run's DAG as a ``networkx.DiGraph``: node attributes are each node's fields, edge ``kind``
-        is child / hard / soft."""
-        import networkx as nx
-
-        graph = nx.DiGraph(run_id=self.run.id)
+        is child / hard / soft. It shows in a notebook as a table of its nodes."""
+        graph = run_graph(self.run.id)
         for node in self.run.dag:
             graph.add_node(node.id, **node.to_dict())
         for a, b, data in self.run.dag.graph.edges(data=True):
