@@ -203,3 +203,50 @@ def test_a_software_node_whose_repairs_ran_out_keeps_its_code_and_the_attempts(
     assert "`impl`" in section and "repair #" in section and "still failing" in section
     shad = caller(capsys)
     assert shad("status", r.id, "--json").json()["failures"] == r.summary["failures"]
+
+
+def test_when_repairs_made_the_code_worse_the_best_version_is_kept(
+    tmp_path: Path, demo_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each "repair" fixes fmt.py but adds two imports of modules that do not exist to core.py: the version
+    # checked before any repair has the fewest findings, and it is the one kept as the best code.
+    import asyncio
+
+    from _fake_llm import FakeLLMServer, prompt_of
+    from test_software_run import CORE_FAULTY, FMT_FIXED, GOAL, KEY, Model, block
+
+    from engine.output import Manifest
+
+    def reply(self: Model, body: dict[str, Any]) -> str:
+        if prompt_of(body).startswith("Checks failed"):
+            self.repairs.append(prompt_of(body))
+            bad = "".join(f"import nowhere_{n}\n" for n in range(2 * len(self.repairs)))
+            return block("pkg/fmt.py", FMT_FIXED) + block("pkg/core.py", bad + CORE_FAULTY)
+        return str(original(self, body))
+
+    original = Model.__call__
+    monkeypatch.setattr(Model, "__call__", reply)
+    vault = Path(shutil.copytree(demo_vault, tmp_path / "vault"))
+    with FakeLLMServer(reply=Model()) as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        config = RunConfig(
+            GOAL, (str(vault),), provider="anthropic", strategy="software", code_mode=False, verify="basic"
+        )
+        r = asyncio.run(start_run_(config))
+    impl = r.dag.node("impl")
+    assert impl.status is FAILED, impl.note
+    best = impl.diagnostic["best_artifact"]
+    assert "best_version" in best, (best, impl.diagnostic["failure_report"])
+    kept = json.loads(Path(best["best_version"]).read_text())
+    final = len(impl.diagnostic["failure_report"]["failures"])
+    assert kept["findings"] == best["best_findings"] < final
+    last = next(f for f in Manifest.load(Path(best["manifest"])).files if f.path == "pkg/core.py").content
+    assert kept["files"]["pkg/core.py"].count("import nowhere_") < last.count("import nowhere_")
+    assert "an earlier version with" in r.report
+
+
+def start_run_(config: RunConfig) -> Any:
+    from engine.runs import start_run
+
+    return start_run(config)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from ..build import (
@@ -49,6 +49,9 @@ class CodeChecks:
         # attempts to settle at the next check: owner, attempt, class, signature, the (class, path)s answered
         self._pending: list[tuple[str, int, str, str, frozenset[tuple[str, str]]]] = []
         self.stopped: str | None = None  # why repairs stopped early (a budget)
+        # (node, level) -> (its blocking findings, its files): the best version of each node's code seen at
+        # each level. A repair can make code worse; when repairs run out, the best one is what is kept.
+        self.best: dict[tuple[str, str], tuple[int, dict[str, str]]] = {}
 
     def _state(self) -> str:
         return hashlib.sha256(
@@ -57,9 +60,19 @@ class CodeChecks:
 
     async def _verify(self, level: str) -> VerifyReport:
         cfg = self.ctx.config
-        return await asyncio.to_thread(
+        report = await asyncio.to_thread(
             verify, self.ws.manifest(), level, block_on=cfg.block_on, warn_only=cfg.warn_only
         )
+        self._remember(report)
+        return report
+
+    def _remember(self, report: VerifyReport) -> None:
+        owners = self.ws.owners()
+        counts = Counter(f.owner for f in failures_of(report.to_dict(), owners, self.ws.contract_files))
+        for owner in {o for o in owners.values() if o}:
+            key, found = (owner, report.level), counts.get(owner, 0)
+            if key not in self.best or found < self.best[key][0]:
+                self.best[key] = (found, {p: self.ws.files[p].content for p in self.ws.files_of(owner)})
 
     # --- the three entry points ----------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ async def finish_code(ctx: RunContext, ws: Workspace, checks: CodeChecks, ledger
         history.write_json("artifacts/verify.json", report)
     history.write_json("artifacts/repairs.json", ledger.log)
     if report is not None and not report["ok"]:
-        _diagnose(ctx, ws, report, ledger)
+        _diagnose(ctx, ws, report, ledger, checks)
     written = await asyncio.to_thread(_write, ctx, manifest, report)
     problems = _problems(ctx, ws, report, written, checks.stopped)
     for message, hint in problems:
@@ -64,9 +64,13 @@ async def finish_code(ctx: RunContext, ws: Workspace, checks: CodeChecks, ledger
     ctx.state.software_report = _sections(ctx, manifest, ws, report, ledger, written)
 
 
-def _diagnose(ctx: RunContext, ws: Workspace, report: dict[str, Any], ledger: RepairLedger) -> None:
+def _diagnose(
+    ctx: RunContext, ws: Workspace, report: dict[str, Any], ledger: RepairLedger, checks: CodeChecks
+) -> None:
     """The nodes whose files still fail blocking checks: the repair loop stopped (it only stops with
-    failures left when nothing more could be tried), so each ends FAILED_WITH_DIAGNOSTIC."""
+    failures left when nothing more could be tried), so each ends FAILED_WITH_DIAGNOSTIC. When an earlier
+    version of a node's files had fewer blocking findings (a repair made it worse), that version is kept
+    beside the manifest (``artifacts/best/<node>.json``) as its best code."""
     dag = ctx.run.dag
     by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in failures_of(report, ws.owners(), ws.contract_files):
@@ -79,7 +83,18 @@ def _diagnose(ctx: RunContext, ws: Workspace, report: dict[str, Any], ledger: Re
         files = (
             sorted(ws.files_of(owner)) if owner != dag.root().id or ws.files_of(owner) else sorted(ws.files)
         )
-        mark(ctx, node, code_diagnostic(ctx, owner, group, ledger.log, files, manifest, report["level"]))
+        diagnostic = code_diagnostic(ctx, owner, group, ledger.log, files, manifest, report["level"])
+        found, best = checks.best.get((owner, report["level"]), (len(group), {}))
+        if found < len(group) and best != {p: ws.files[p].content for p in ws.files_of(owner)}:
+            rel = f"artifacts/best/{owner}.json"
+            ctx.history.write_json(
+                rel, {"node": owner, "level": report["level"], "findings": found, "files": best}
+            )
+            diagnostic["best_artifact"] |= {
+                "best_version": str(ctx.history.dir / rel),
+                "best_findings": found,
+            }
+        mark(ctx, node, diagnostic)
 
 
 def _write(ctx: RunContext, manifest: Manifest, report: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -265,6 +265,11 @@ def report_lines(run: Run) -> list[str]:
                 f"Best answer ({kept}): from {len(best.get('notes', []))} note(s), "
                 f"retrieval score {best.get('retrieval_score', 0):.2f}."
             )
+        elif best.get("kind") == "code" and best.get("best_version"):
+            lines.append(
+                f"Best code: an earlier version with {best['best_findings']} blocking finding(s), kept in "
+                f"`{best['best_version']}` (a repair made it worse; the manifest holds the last version)."
+            )
         elif best.get("kind") == "code":
             files = ", ".join(f"`{p}`" for p in best.get("files", [])[:10]) or "none"
             lines.append(f"Best code (as last checked, in the manifest): {files}.")
