@@ -56,7 +56,7 @@ SCHEMA_VERSION = "10"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000
-_REMEMBER_REREAD = 5000  # after writing more files than this, the state is read back whole
+_REMEMBER_REREAD = 5000  # after writing more files than this, the state is not kept in memory
 _PARALLEL_THRESHOLD = 1500
 
 ProgressFn = Callable[[int, int], None]
@@ -215,8 +215,8 @@ class VaultIndex(IndexDatabase):
         if self._stale:  # someone else wrote in between: what this object holds may be out of date
             self._state, self._state_generation = None, None
             return
-        if len(written) > _REMEMBER_REREAD:  # a big update (a first build): one read of the whole state
-            self._state, self._state_generation = self._read_state(), self._generation
+        if len(written) > _REMEMBER_REREAD:  # a big update (a first build): not kept, memory stays flat
+            self._state, self._state_generation = None, None  # (the next update is a quick scan anyway)
             return
         for path in written:
             stored.pop(path, None)

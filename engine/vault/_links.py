@@ -214,6 +214,8 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
                 else:
                     got = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
                     dst = got[0] if got else 0
+                if len(memo) > _CHUNK:  # links to one name cluster; a bounded memo keeps the memory flat
+                    memo.clear()
                 found = memo[key] = (dst, json.dumps(others, ensure_ascii=False) if others else None)
             updates.append((found[0], found[1], rowid))
         conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", updates)
