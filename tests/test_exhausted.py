@@ -105,6 +105,7 @@ def test_a_leaf_whose_ladder_ran_out_keeps_its_flagged_answer_and_says_what_to_t
     for e in r.events:
         live.apply(e)
     assert live.nodes["root"].status == "FAILED_WITH_DIAGNOSTIC"
+    assert "stayed weak" in live.nodes["root"].error  # the node's detail says why
     assert Run.load(r.id).dag.root().status is FAILED
 
 

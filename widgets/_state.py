@@ -159,7 +159,7 @@ class DagState:
         duration = number(record.get("duration_ms"))
         node.duration_ms = duration if duration is not None else node.duration_ms
         reason = record.get("error") or record.get("reason")
-        if status in ("FAILED", "PRUNED") and reason:
+        if status in ("FAILED", "PRUNED", "FAILED_WITH_DIAGNOSTIC") and reason:
             node.error = str(reason)
 
     def _on_run_started(self, record: dict[str, Any], ts: float) -> None:
