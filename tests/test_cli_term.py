@@ -170,6 +170,45 @@ def test_piped_trace_tree_and_status_print_whole_tasks_and_paths(vault: Path, en
     assert f"report: {summary['report_path']}" in status.stdout.splitlines()[2]
 
 
+def test_piped_trace_node_on_a_real_vault_keeps_long_citations_whole(
+    shared_vaults: Path, tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's case: ``shad trace node RUN NODE | cat`` ended a bullet at ``[[Obsidian Sync/Frequent``.
+    The real Obsidian Help vault is only read (the run's history goes to tmp_path)."""
+    goal = "How do I set up Obsidian Sync on a new device, and what happens to conflicting edits?"
+    help_vault = shared_vaults / "obsidian-help"
+    r = shad(
+        "run", goal, "--vault", str(help_vault), *OFFLINE, "--history-dir", str(tmp_path / "runs"), "--json",
+        env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert any(len(wikilink(c)) > 60 for c in summary["citations"])  # longer than the 60 columns
+    tree = shad("trace", "tree", summary["run_id"], env=env)
+    nodes = re.findall(r"── (\S+) ", tree.stdout)
+    assert "root" in nodes, tree.stdout
+    for node in nodes:
+        text = shad("trace", "node", summary["run_id"], node, env=env)
+        assert text.returncode == 0, text.stderr
+        assert_every_citation_whole(text.stdout, node_citations(summary["run_id"], node, env, capsys))
+
+
+def test_piped_tables_keep_long_values_whole(tmp_path: Path, env: dict[str, str]) -> None:
+    """A note's frontmatter (``shad vault note``) is a table: piped, a long value stays on its line."""
+    source = "https://example.org/a/rather/long/path/to/the/original/article/about/resting-roasted-beans.html"
+    vault = tmp_path / "notes"
+    vault.mkdir()
+    (vault / "Resting.md").write_text(
+        f"---\nsource: {source}\nsummary: Rest roasted beans three to seven days before brewing them.\n---\n"
+        "# Resting\n\nRest roasted beans for a few days.\n",
+        encoding="utf-8",
+    )
+    r = shad("vault", "note", "Resting.md", "--vault", str(vault), env=env)
+    assert r.returncode == 0, r.stderr
+    assert re.search(rf"^\s*source\s+\"{re.escape(source)}\"$", r.stdout, re.M), r.stdout
+    assert "Rest roasted beans three to seven days before brewing them." in r.stdout
+
+
 # --- on a terminal: wrapped at word boundaries, never cut --------------------------------------------------
 
 

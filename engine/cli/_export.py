@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..runs import Run
+from ._term import show
 
 __all__ = ["export_cmd", "export_exit_code", "manifest_of"]
 
@@ -97,7 +98,7 @@ def _export_code(run: Run, manifest_path: Path, target: Path, overwrite: bool, a
         for row in rows:
             table.add_row(escape(row["path"]), f"[{colour}]{fate}[/]", escape(row.get("reason", "")))
     if table.row_count:
-        out.print(table)
+        show(out, table)
     counts = ", ".join(f"{len(report[k])} {k}" for k in ("written", "skipped", "refused"))
     err.print(f"{counts} in {escape(str(target))}")
     if any(s.get("reason") != "unchanged" for s in report["skipped"]):

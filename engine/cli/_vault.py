@@ -17,6 +17,7 @@ from rich.table import Table
 from ..config import remote_scheme
 from ..errors import UsageError
 from ..vault import Hit, Vault, VaultSet
+from ._term import show
 
 __all__ = ["vault_group"]
 
@@ -264,7 +265,7 @@ def note_cmd(path: str, vaults: tuple[str, ...], as_json: bool) -> None:
         table = Table(show_header=False, box=None, padding=(0, 1))
         for k, v in note.frontmatter.items():
             table.add_row(f"[cyan]{escape(k)}[/]", escape(json.dumps(v, ensure_ascii=False, default=str)))
-        out.print(table)
+        show(out, table)
     if note.tags:
         out.print("tags: " + ", ".join(f"#{escape(t)}" for t in note.tags))
     if note.headings:
@@ -364,7 +365,7 @@ def analyze_cmd(vault: str, llm_audit: bool, top: int, no_write: bool, as_json: 
             str(len(t.runs)),
             str(t.asks),
         )
-    out.print(table)
+    show(out, table)
     for i, t in enumerate(report.topics, 1):
         out.print(f"[bold]{i}. {escape(t.topic)}[/] [dim]({t.priority} priority)[/]")
         for line in _evidence(t.runs, t.queries, t.signals):

@@ -94,6 +94,8 @@ def _show(report: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from ._term import show
+
     out = Console(highlight=False, soft_wrap=True)
     colour = {"pass": "green", "fail": "red", "skip": "yellow"}
     table = Table("check", "status", "findings", "reason", box=None, padding=(0, 2, 0, 0))
@@ -102,7 +104,7 @@ def _show(report: Any) -> None:
         if result.status == "fail" and name not in report.blocking:
             status += " [dim](warn only)[/]"
         table.add_row(name, status, str(len(result.findings)), escape(result.reason))
-    out.print(table)
+    show(out, table)
     for name, result in report.checks.items():
         for f in result.findings:
             where = f"{f.path}:{f.line}" if f.line is not None else f.path
