@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "stem"]
+__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "section_heading", "stem"]
 
 STOP_WORDS = frozenset(
     """
@@ -128,3 +128,23 @@ def parse_query(text: str) -> ParsedQuery:
         q.terms, q.dropped = q.dropped, []
     q.terms = list(dict.fromkeys(q.terms))
     return q
+
+
+_JOINER = re.compile(r"(?:\s*(?:[:\u2014\u2013-]|\b(?:of|for|on|about|in|regarding|to)\b))+\s*$", re.I)
+
+
+def section_heading(task: str, goal: str, fallback: str = "") -> str:
+    """A report section's heading: the subtask's own words, without the goal it repeats
+    ("Define the key terms and scope of: <goal>" -> "Define the key terms and scope"). A task that is
+    only the goal becomes ``fallback`` (the node id, made readable); a task that is one clause of the
+    goal stays as it is, capitalised."""
+    words = " ".join(task.split())
+    whole = " ".join(goal.split())
+    if whole and len(whole) > 12:
+        at = words.lower().find(whole.lower().rstrip(" ?.!"))
+        if at >= 0:
+            rest = (words[:at] + words[at + len(whole.rstrip(" ?.!")) :]).strip(" ?.!")
+            words = _JOINER.sub("", rest).strip(" :?.!")
+    if not words:
+        words = fallback.replace("_", " ").strip()
+    return words[:1].upper() + words[1:] if words else task

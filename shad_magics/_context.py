@@ -47,7 +47,7 @@ class ContextVaults:
                 index = VaultIndex(str(vault))
                 db = index.db_path
                 index.close()
-                for suffix in ("", "-wal", "-shm"):
+                for suffix in ("", "-wal", "-shm", ".lock"):
                     Path(f"{db}{suffix}").unlink(missing_ok=True)
         shutil.rmtree(self.temp_root, ignore_errors=True)
         self.temp_root = None

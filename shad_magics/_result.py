@@ -8,12 +8,9 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import unicodedata
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from engine import Run, RunStatus
 from engine.errors import ShadError
@@ -21,6 +18,8 @@ from engine.output import Manifest
 from engine.retrieval.citations import extract_citations
 
 from ._errors import ShadUsageError
+from ._links import _link_for as _link_for  # (shad_magics._reprs links citations the same way)
+from ._links import citation_links, vault_roots
 from ._reprs import Citations, metrics_frame, run_graph
 
 __all__ = ["FORMATS", "MIME", "ShadArtifactWarning", "ShadResult", "citation_links", "vault_roots"]
@@ -42,45 +41,6 @@ class ShadArtifactWarning(UserWarning):
 
 def _norm(path: str) -> str:
     return posixpath.normpath(path.replace("\\", "/")).removeprefix("./")
-
-
-def _slug(name: str) -> str:
-    # The engine's vault id rule (engine.vault.Vault): a citation's ``vault`` is this id.
-    return re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", name).lower()).strip("-") or "vault"
-
-
-def vault_roots(vaults: Sequence[str]) -> dict[str, Path]:
-    """Vault id -> folder, ids made the way ``VaultSet`` makes them (a repeated name gets ``-2``...)."""
-    out: dict[str, Path] = {}
-    for v in vaults:
-        root = Path(v)
-        base = vault_id = _slug(root.name)
-        n = 2
-        while vault_id in out:
-            vault_id, n = f"{base}-{n}", n + 1
-        out[vault_id] = root
-    return out
-
-
-def _link_for(vault_root: Path, path: str, heading: str | None) -> tuple[str, str]:
-    """(obsidian URI, file URI) of a note. Obsidian names a vault by its folder name."""
-    target = path[:-3] if path.lower().endswith(".md") else path
-    file_param = target + (f"#{heading}" if heading else "")
-    uri = f"obsidian://open?vault={quote(vault_root.name, safe='')}&file={quote(file_param, safe='')}"
-    return uri, (vault_root / path).as_uri()
-
-
-def citation_links(citations: list[dict[str, Any]], roots: dict[str, Path]) -> list[dict[str, Any]]:
-    """The summary's citations, each with ``uri`` (obsidian://) and ``file`` (file://) when its vault
-    folder still exists (a ``--context`` vault is gone after the run: no link, the citation stays)."""
-    out = []
-    for c in citations:
-        item = dict(c)
-        root = roots.get(str(c.get("vault")))
-        if c.get("resolved") and root is not None and root.is_dir():
-            item["uri"], item["file"] = _link_for(root, str(c["path"]), c.get("heading"))
-        out.append(item)
-    return out
 
 
 def _escape_label(text: str) -> str:
@@ -321,23 +281,38 @@ class ShadResult:
                 text = text[end + 5 :]
         return text.lstrip("\n")
 
-    def _linked(self, text: str) -> str:
-        """Wikilinks outside code become ``[label](obsidian://...) [↗](file://...)``."""
+    def _cite_links(self, cite: Any) -> tuple[str, str] | None:
+        """(obsidian URI, file URI) of a citation whose note exists in its vault folder, else None."""
         by_path: dict[str, dict[str, Any]] = {}
         for c in self.citations:
             by_path.setdefault(str(c["path"]).lower(), c)
         single = next(iter(self._roots), None) if len(self._roots) == 1 else None
+        found = by_path.get((cite.path + ".md").lower())
+        vault = cite.vault or (found or {}).get("vault") or single
+        root = self._roots.get(str(vault)) if vault else None
+        path = str(found["path"]) if found else cite.path + ".md"
+        if (found is not None and not found.get("resolved")) or root is None or not (root / path).is_file():
+            return None
+        return _link_for(root, path, f"^{cite.block}" if cite.block else cite.heading)
+
+    @property
+    def html(self) -> str:
+        """The report as HTML: callouts, tables and embeds rendered, each citation with its passage on
+        hover or click and the Obsidian link as its second action (``static/report.css``)."""
+        from ._report_html import Sources, render_report
+
+        code = "".join(f"- {line}\n" for line in self._software_lines(md=True))
+        text = self._banner() + (code + "\n" if code else "") + self._body()
+        return render_report(text, Sources(self.run, self._roots, self._cite_links), self.run.id)
+
+    def _linked(self, text: str) -> str:
+        """Wikilinks outside code become ``[label](obsidian://...) [↗](file://...)``."""
         links: dict[str, str] = {}
         for cite in extract_citations(text):
-            found = by_path.get((cite.path + ".md").lower())
-            vault = cite.vault or (found or {}).get("vault") or single
-            root = self._roots.get(str(vault)) if vault else None
-            path = str(found["path"]) if found else cite.path + ".md"
-            if found is not None and not found.get("resolved"):
+            found_links = self._cite_links(cite)
+            if found_links is None:
                 continue
-            if root is None or not (root / path).is_file():
-                continue
-            uri, file_uri = _link_for(root, path, f"^{cite.block}" if cite.block else cite.heading)
+            uri, file_uri = found_links
             label = cite.alias or cite.raw[2:-2].split("|")[0]
             links[cite.raw] = f"[{_escape_label(label)}](<{uri}>) [↗](<{file_uri}>)"
         if not links:
@@ -396,6 +371,7 @@ class ShadResult:
             data["text/plain"] = f"{self._status_line()}\n\n{self._body()}"
         else:
             data["text/markdown"] = self.markdown
+            data["text/html"] = self.html  # what notebooks show; Markdown stays for other front ends
             data["text/plain"] = f"{self._status_line()}\n\n{self._body()}"
         metadata = {MIME: {"run_id": self.run.id, "status": self.run.status.value}}
         return data, metadata

@@ -427,3 +427,48 @@ def test_same_output_in_fresh_processes_with_different_hash_seeds(demo_vault: Pa
         )
         outputs.add(done.stdout)
     assert len(outputs) == 1
+
+
+# --- tables and section headings --------------------------------------------------------------------------
+
+
+RELEASES = (
+    "# Releases\n\nThe release history of the plugin.\n\n| date | breaking | version |\n| --- | --- | --- |\n"
+    "| 2020-12-07 | 0 | 0.9.21 |\n| 2021-03-01 | 1 | 1.0.0 |\n"
+)
+
+
+def test_table_rows_stay_a_table_under_their_header() -> None:
+    from engine.llm.offline import answer
+
+    context = [{"text": RELEASES, "citation": "[[Plugin/Releases#Releases]]", "path": "Plugin/Releases.md"}]
+    text = answer({"task": "When was version 0.9.21 released (date)?", "context": context})
+    lines = text.splitlines()
+    assert lines[:3] == [
+        "| date | breaking | version | source |",
+        "| --- | --- | --- | --- |",
+        "| 2020-12-07 | 0 | 0.9.21 | [[Plugin/Releases#Releases]] |",
+    ]
+    assert not [line for line in lines if line.startswith("- |")]  # never a row as a bullet, nor the header
+
+
+def test_section_headings_are_the_subtasks_own_words() -> None:
+    from engine.llm.offline import synthesize
+
+    goal = "Compare light and dark roasts, and explain how resting time changes the cup."
+    children = [
+        {
+            "node_id": "clarify_scope",
+            "task": f"Define the key terms and scope of: {goal}",
+            "answer": "- a [[A]]",
+        },
+        {"node_id": "gather_sources", "task": goal, "answer": "- b [[B]]"},
+        {"node_id": "ask1", "task": "explain how resting time changes the cup.", "answer": "- c [[C]]"},
+    ]
+    text = synthesize({"goal": goal, "task": goal, "children": children})
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    assert headings == [
+        "### Define the key terms and scope",
+        "### Gather sources",
+        "### Explain how resting time changes the cup.",
+    ]

@@ -84,7 +84,7 @@ def test_run_binds_a_rich_result(shell: InteractiveShell, tmp_path: Path) -> Non
     assert res.status.value == "SUCCESS" and res.run.history.dir.parent == tmp_path / "history"
     assert any(c["path"] == "Roasting/Resting beans.md" for c in res.citations)
     data, metadata = res._repr_mimebundle_()
-    assert set(data) == {MIME, "text/markdown", "text/plain"}
+    assert set(data) == {MIME, "text/html", "text/markdown", "text/plain"}  # HTML: the notebook report
     payload = data[MIME]
     assert set(payload) == {
         "run_id",
@@ -130,7 +130,8 @@ def test_quoted_vault_with_a_space(shell: InteractiveShell, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("fmt", "keys"), [("markdown", {"text/markdown"}), ("json", {"application/json"}), ("text", set())]
+    ("fmt", "keys"),
+    [("markdown", {"text/markdown", "text/html"}), ("json", {"application/json"}), ("text", set())],
 )
 def test_formats(shell: InteractiveShell, fmt: str, keys: set[str]) -> None:
     res = ok(cell(shell, f"run -f {fmt} --no-widget"))

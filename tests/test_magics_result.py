@@ -63,7 +63,7 @@ def test_citations_carry_links(finished: Run) -> None:
 
 def test_mime_bundle_and_metadata(finished: Run) -> None:
     data, metadata = ShadResult(finished)._repr_mimebundle_()
-    assert set(data) == {MIME, "text/markdown", "text/plain"}
+    assert set(data) == {MIME, "text/html", "text/markdown", "text/plain"}
     payload = data[MIME]
     json.dumps(payload)  # what `shad batch` reads back from a notebook must be plain JSON
     assert payload["run_id"] == finished.id and payload["status"] == "SUCCESS" and payload["exit_code"] == 0

@@ -178,3 +178,17 @@ def test_render_keeps_both_sides_with_attribution() -> None:
     assert "20-25" in text and "15" in text
     assert render_conflicts([]) == ""
     assert json.loads(json.dumps([c.to_dict() for c in conflicts]))[0]["slot"] == "dtr (%)"
+
+
+def test_a_section_heading_drops_the_goal_it_repeats() -> None:
+    from engine.retrieval.synthesis import section_heading
+
+    goal = "What is our OAuth authentication architecture for the payment API?"
+    assert section_heading(f"Gather sources about {goal}", goal) == "Gather sources"
+    assert (
+        section_heading(f"Define the key terms and scope of: {goal}", goal)
+        == "Define the key terms and scope"
+    )
+    assert section_heading(goal, goal, "clarify_scope") == "Clarify scope"  # only the goal: the node's name
+    assert section_heading("list the payment endpoints", goal) == "List the payment endpoints"
+    assert section_heading("", goal, "") == ""

@@ -28,6 +28,7 @@ __all__ = [
     "rank_passages",
     "split_sentences",
     "stream_text",
+    "table_header",
     "terms",
 ]
 
@@ -288,3 +289,22 @@ async def stream_text(text: str, sink: Callable[[str, bool], None]) -> None:
     for i in range(0, len(words), STREAM_WORDS):
         sink("".join(words[i : i + STREAM_WORDS]), i == 0)
         await asyncio.sleep(0)
+
+
+_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+
+
+def table_header(text: str, row: str) -> tuple[str, str] | None:
+    """The header line and rule line of the Markdown table ``row`` (a passage) comes from in ``text``,
+    or None when the row is not in a table with a header (or is the header itself)."""
+    lines = [line.strip() for line in display_text(text).split("\n")]
+    wanted = " ".join(row.split())
+    for at, line in enumerate(lines):
+        if not line.startswith("|") or " ".join(_BLOCK_ID.sub("", line).split()) != wanted:
+            continue
+        start = at
+        while start > 0 and lines[start - 1].startswith("|"):
+            start -= 1
+        if at - start >= 2 and _RULE.match(lines[start + 1]):
+            return lines[start], lines[start + 1]
+    return None

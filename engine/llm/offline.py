@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from ..strategies import split_clauses
+from ..text import section_heading
 from ._base import LLMRequest, LLMResponse, ProviderError
 from ._offline_script import retrieval_script
 from ._offline_text import (
@@ -44,6 +45,7 @@ from ._offline_text import (
     rank_passages,
     split_sentences,
     stream_text,
+    table_header,
     terms,
 )
 
@@ -251,23 +253,55 @@ def answer(inputs: dict[str, Any]) -> str:
     if not items:
         return f"{NOTHING_FOUND}: no vault passages were retrieved for it."
     ranked = rank_passages(task or goal, [(i["label"], i["text"]) for i in items], extra=goal if task else "")
-    chosen: list[str] = []
+    chosen: list[str | int] = []  # a bullet, or the item whose table rows go here
+    rows: dict[int, list[str]] = {}
     keys: list[str] = []
     per_item: dict[int, int] = {}
+    count = 0
     for p in ranked:
         if p.coverage < MIN_COVERAGE:
             continue
         key = norm_key(p.text)
         if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
             continue
+        table = p.text.startswith("|") and table_header(items[p.item]["text"], p.text) is not None
+        if p.text.startswith("|") and not table:
+            continue  # a table's header line (or a stray pipe line) says nothing on its own
         keys.append(key)
         per_item[p.item] = per_item.get(p.item, 0) + 1
-        chosen.append(f"- {clip(p.text)} {items[p.item]['citation']}")
-        if len(chosen) >= MAX_PASSAGES:
+        count += 1
+        if table:
+            if p.item not in rows:  # table rows stay a table (with the header), not bullets
+                chosen.append(p.item)
+            rows.setdefault(p.item, []).append(p.text)
+        else:
+            chosen.append(f"- {clip(p.text)} {items[p.item]['citation']}")
+        if count >= MAX_PASSAGES:
             break
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
-    return "\n".join(chosen)
+    return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
+
+
+def _table(item: dict[str, str], rows: list[str]) -> str:
+    """The chosen rows of one table under its header, each row citing the note in a last column (so
+    every line of the answer still carries its citation)."""
+    header, rule = table_header(item["text"], rows[0]) or ("", "")
+    cite = item["citation"]
+    lines = [f"{header.rstrip('|').rstrip()} | source |", f"{rule.rstrip('|').rstrip()} | --- |"]
+    lines += [f"{row.rstrip('|').rstrip()} | {cite} |" for row in rows]
+    return "\n".join(lines)
+
+
+def _join(parts: list[str]) -> str:
+    """Bullets one per line; a table set apart by blank lines (Markdown needs them around it)."""
+    out = ""
+    for part in parts:
+        table = part.startswith("|")
+        if out:
+            out += "\n\n" if table or out.endswith("|") else "\n"
+        out += part
+    return out
 
 
 # --- synthesize ------------------------------------------------------------------------------------------
@@ -318,7 +352,8 @@ def synthesize(inputs: dict[str, Any]) -> str:
         " ".join(chosen) if chosen else "None of the subtasks found passages in the vault that answer this."
     ]
     for child in children:
-        task = " ".join(_str(child.get("task")).split()) or _str(child.get("node_id")) or "Subtask"
+        node_id = _str(child.get("node_id"))
+        task = section_heading(_str(child.get("task")), _str(inputs.get("goal")), node_id) or "Subtask"
         body = _str(child.get("answer")).strip() or "(no answer)"
         parts.append(f"### {task}\n\n{body}")
     return "\n\n".join(parts)

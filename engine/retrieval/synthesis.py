@@ -28,7 +28,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..text import STOP_WORDS, stem
+from ..text import STOP_WORDS, section_heading, stem
 from .citations import make_citation
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "detect_conflicts",
     "drop_repeated_bullets",
     "render_conflicts",
+    "section_heading",
     "source_of",
 ]
 

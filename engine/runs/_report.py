@@ -125,8 +125,10 @@ def render_report(
     ]
     if run.provider_name == "offline":
         parts += [
-            "> [!note] Written by Shad's offline provider: no language model was used. The answer is",
-            "> extracted from the vault passages it cites.",
+            # A callout's first line is its title (Obsidian, and the notebook's report boxes).
+            "> [!note] Offline answer",
+            "> Written by Shad's offline provider: no language model was used. The answer is extracted from",
+            "> the vault passages it cites.",
         ]
         if run.config is not None and run.config.offline:
             parts.append("> Offline mode (--offline or SHAD_OFFLINE=1): nothing left the machine.")
