@@ -375,3 +375,31 @@ def test_ctrl_c_during_a_run_prints_one_line_with_the_resume_command(vault: Path
         )  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["status"] == "SUCCESS"
+
+
+def test_ctrl_c_in_any_other_command_is_one_line(vault: Path, shad_home: Path) -> None:
+    """``shad mcp serve`` (stdio) interrupted once it answered: ``shad: interrupted``, exit 130, nothing
+    else (click alone would print an empty line and ``Aborted``)."""
+    env = dict(os.environ, SHAD_HOME=str(shad_home))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "mcp", "serve", "--vault", str(vault)], env=env, cwd=REPO,
+        text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n"
+        )
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # it serves: now interrupt it
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err == "shad: interrupted\n", err

@@ -116,6 +116,15 @@ class _LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def invoke(self, ctx: click.Context) -> object:
+        # click turns Ctrl-C into Abort after printing an empty line; a command that knows more (shad
+        # run: how to resume) says so itself, any other one ends in this single line, exit 130.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _say("shad: interrupted")
+            raise click.exceptions.Exit(130) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(map(len, names))  # what click's own listing allows
