@@ -159,10 +159,13 @@ def test_resume_with_a_hint_adds_a_rung(vault: Path) -> None:
     assert root.diagnostic["failure_report"]["attempts"][-1]["rung"].startswith("hint ")
 
 
-def test_a_strong_retrieval_is_not_flagged(vault: Path) -> None:
+def test_a_strong_retrieval_is_not_flagged(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
     r = offline("How long should roasted beans rest before brewing?", vault)
     assert r.status is RunStatus.SUCCESS and not any(n.status is FAILED for n in r.dag)
     assert "What failed and what to try" not in r.report
+    # a hint has nothing to apply to: said in one line, nothing runs
+    refused = caller(capsys)("resume", r.id, "--hint", "roasting")
+    assert refused.code == 2 and "no node whose retries ran out" in refused.err
 
 
 def test_a_software_node_whose_repairs_ran_out_keeps_its_code_and_the_attempts(

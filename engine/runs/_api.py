@@ -160,6 +160,11 @@ async def aresume(
         )
     config = previous.config
     parse_replay(replay, previous.dag)  # a bad --replay is a usage error before anything runs
+    if hint.strip() and not any(n.status.value == "FAILED_WITH_DIAGNOSTIC" for n in previous.dag):
+        raise UsageError(
+            f"run {run_id} has no node whose retries ran out: --hint is for those",
+            hint=f"to steer a node waiting at a checkpoint: shad checkpoint {run_id} NODE --hint TEXT",
+        )
     url = store_url or _usable_url(config.store_url)
     store = await asyncio.to_thread(open_store, url or os.environ.get("SHAD_STORE") or None)
     try:
