@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RunConfig
+from ..events import LIVE_ONLY
 from ..runs import Run, aresume, start_run
 from ..store.history import find_run, new_run_id, scrub
 from ._security import ApiError
+
+_LIVE_ONLY = frozenset(kind.value for kind in LIVE_ONLY)
 
 __all__ = ["LiveRun", "RunManager", "sse", "summary_event"]
 
@@ -76,8 +79,8 @@ class RunManager:
     def _emit(self, live: LiveRun, record: dict[str, Any]) -> None:
         """``on_event``: called on the loop or from a worker thread (the report is written in one)."""
         loop = self._loop
-        if loop is None:
-            return
+        if loop is None or record.get("type") in _LIVE_ONLY:
+            return  # the stream is the records events.jsonl keeps (streamed answer text is not one)
         if threading.get_ident() == self._thread:
             self._deliver(live, record)
         else:
