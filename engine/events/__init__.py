@@ -5,9 +5,9 @@ The engine emits these objects; ``to_record`` turns one into the line ``events.j
 the dataclass declares them. Fields marked ``_optional`` are left out of the record when ``None``, so a
 record carries exactly the keys that event has always carried. A ``LIVE_ONLY`` kind (``SYNTHESIS_DELTA``:
 the report's answer as the model streams it) goes to ``on_event`` callbacks alone, never to
-``events.jsonl`` (the answer is kept whole in the report; deltas would multiply the history). Consumers (the widgets, the CLI's live
-tree, the history) dispatch on ``EventKind`` and declare for every kind whether they handle it or ignore
-it; a test checks that no kind is left undecided.
+``events.jsonl`` (the answer is kept whole in the report; deltas would multiply the history). Consumers
+(the widgets, the CLI's live tree, the history) dispatch on ``EventKind`` and declare for every kind
+whether they handle it or ignore it; a test checks that no kind is left undecided.
 """
 
 from __future__ import annotations
