@@ -171,5 +171,18 @@ def test_chromium_shows_the_cited_passage_on_hover_and_on_click(
                 path=str(SHOTS / "report-callout.png")
             )
             page.screenshot(path=str(SHOTS / "report-page.png"), full_page=True)
+            # JupyterLab's dark theme sets these variables: the report follows them.
+            page.evaluate(
+                """() => { const s = document.body.style; s.background = '#111';
+                for (const [k, v] of [['--jp-layout-color0', '#111'], ['--jp-layout-color1', '#222'],
+                  ['--jp-content-font-color1', '#eee'], ['--jp-content-font-color2', '#aaa'],
+                  ['--jp-border-color1', '#555'], ['--jp-brand-color1', '#6cb6ff']]) s.setProperty(k, v); }"""
+            )
+            first.locator(".shad-cite__label").hover()
+            pop.wait_for(state="visible", timeout=5000)
+            assert pop.evaluate("p => getComputedStyle(p).backgroundColor") == "rgb(17, 17, 17)"
+            link = page.locator(".shad-report .shad-sources a").first
+            assert link.evaluate("a => getComputedStyle(a).color") == "rgb(108, 182, 255)"  # readable on dark
+            page.screenshot(path=str(SHOTS / "report-citation-hover-dark.png"))
         finally:
             browser.close()
