@@ -132,10 +132,12 @@ def code_diagnostic(
     """The diagnostic of a node whose code still fails its blocking checks when repairs ran out."""
     tried = [r for r in repairs if r.get("node") == owner]
     made = [r for r in tried if r.get("outcome") != "refused" and r.get("attempt")]
-    why = next((str(r["reason"]) for r in reversed(tried) if r.get("reason")), "")
+    # why the loop stopped: the last attempt that did not fix anything and says why (a budget, no model)
+    why = next(
+        (str(r["reason"]) for r in reversed(tried) if r.get("reason") and r.get("outcome") != "fixed"), ""
+    )
     classes = sorted({str(f.get("error_class", "")) for f in failures})
-    first = failures[0] if failures else {}
-    hint = f"{first.get('path', '')}: {str(first.get('message', ''))[:80]}".strip(": ")
+    paths = sorted({str(f.get("path", "")) for f in failures if f.get("path")})
     return {
         "kind": "code",
         "reason": f"its code still fails blocking checks ({', '.join(classes)}) after {len(made)} repair(s)"
@@ -163,9 +165,16 @@ def code_diagnostic(
         },
         "next_inputs": [
             {
-                "kind": "hint",
-                "text": "a hint on how to fix it (the failing file and what it should do)",
-                "command": f"shad resume {ctx.run_id} --hint {shlex.quote(hint or 'how to fix the check')}",
+                "kind": "resume",
+                "text": "the node again, with fresh repairs (a model repairs; the offline provider cannot)",
+                "command": f"shad resume {ctx.run_id}",
+            },
+            {
+                "kind": "note",
+                "text": "a vault note with a titled code block of how "
+                + (", ".join(paths[:3]) or "the file")
+                + ' should look (```python title="path"```), then the resume',
+                "command": f"shad resume {ctx.run_id}",
             },
             {
                 "kind": "check",
@@ -246,8 +255,8 @@ def report_lines(run: Run) -> list[str]:
         return []
     lines = ["## What failed and what to try", ""]
     lines += [
-        "> [!warning] Retries ran out for the node(s) below: each kept its best artifact, flagged here.",
-        "> An answer resting on weak evidence may be incomplete or wrong.",
+        "> [!warning] Retries ran out for the node(s) below. Each kept its best artifact (an answer on",
+        "> weak evidence, or code that still fails its checks): it may be incomplete or wrong.",
         "",
     ]
     for node in nodes:
