@@ -6,6 +6,7 @@ offline provider over a copy of the demo vault (and one real vault, skipped when
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import pty
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from engine.cli import main
-from engine.cli._term import shorten
+from engine.cli._term import shorten, show_markdown
 from engine.retrieval.citations import extract_citations
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,6 +103,21 @@ def cited(text: str) -> set[tuple[str, str | None]]:
 
 def squeezed(text: str) -> str:
     return "".join(text.split())
+
+
+def shown_whole(link: str, screen: str) -> bool:
+    """Is ``link`` on the screen with nothing dropped, once its wrapped or folded lines are joined? In
+    running text the lines simply join; in a table cell it is read down its column (from where the
+    ``[[`` starts to the end of the line: the report's tables end with their source column)."""
+    want = squeezed(link)
+    if want in squeezed(screen):
+        return True
+    lines = screen.splitlines()
+    for i, line in enumerate(lines):
+        at = line.find(want[:6])
+        if at >= 0 and squeezed("".join(ln[at:] for ln in lines[i : i + 8])).startswith(want):
+            return True
+    return False
 
 
 def json_run(goal: str, vault: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -223,7 +240,7 @@ def test_on_a_60_column_terminal_citations_are_wrapped_not_cut(
     lines = [ln for ln in report_part.splitlines() if ln.strip()]
     assert len(lines) > 20 and max(len(ln) for ln in lines) <= 60  # wrapped to the terminal ...
     for c in summary["citations"]:  # ... and every citation whole once the lines are joined again
-        assert squeezed(wikilink(c)) in squeezed(report_part), wikilink(c)
+        assert shown_whole(wikilink(c), report_part), wikilink(c)
     assert not re.search(r"\[\[[^\]\n]*…", shown)  # no citation ends in an ellipsis
     # the report's path on one line (the terminal wraps it for the eye; a copy takes it whole)
     assert re.search(r"report: (/\S+/final\.report\.md)\n", shown), shown[-400:]
@@ -233,8 +250,24 @@ def test_on_a_60_column_terminal_citations_are_wrapped_not_cut(
         assert code == 0, shown
         assert max(len(ln) for ln in shown.splitlines()) <= 60
         for c in node_citations(summary["run_id"], node, env, capsys):
-            assert squeezed(wikilink(c)) in squeezed(shown), (wikilink(c), shown)
+            assert shown_whole(wikilink(c), shown), (wikilink(c), shown)
         assert not re.search(r"\[\[[^\]\n]*…", shown)
+
+
+def test_a_markdown_table_on_a_narrow_terminal_folds_its_cells_instead_of_cutting_them() -> None:
+    table = (
+        "| Method | Water temp | Ratio | Grind | Time | source |\n| --- | --- | --- | --- | --- | --- |\n"
+        "| French press | 94 °C | 1:15 | coarse | 4:00 steep | [[Reference/Brew ratios#By method]] |\n"
+    )
+    screen = io.StringIO()
+    show_markdown(Console(file=screen, force_terminal=True, width=60, color_system=None), table)
+    shown = screen.getvalue()
+    assert max(map(len, shown.splitlines())) <= 60 and "…" not in shown
+    assert shown_whole("[[Reference/Brew ratios#By method]]", shown)
+    assert "Water" in shown and "temp" in shown
+    screen = io.StringIO()  # off a terminal: the Markdown source, whole
+    show_markdown(Console(file=screen, width=60), table)
+    assert screen.getvalue() == ""  # written with click.echo to stdout instead, as the source
 
 
 # --- enum names never leak ----------------------------------------------------------------------------------

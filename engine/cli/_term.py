@@ -7,23 +7,41 @@ does not wrap (``soft_wrap``), and breaks plain lines with real newlines when it
   a terminal wraps it for the eye and still copies it whole, a pipe gets it on one line;
 - a layout on a terminal is wrapped by rich at word boundaries, a word longer than the line folded;
 - a layout anywhere else (a pipe, a file) is plain text in full lines, as wide as they are; Markdown is
-  written as its source.
+  written as its source;
+- a Markdown table on a terminal folds a word too long for its column instead of ending it in ``…``.
 """
 
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, ClassVar
 
 import click
-from rich.console import Console
-from rich.markdown import Markdown
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markdown import Markdown, MarkdownElement, TableElement
+from rich.table import Table
 
 __all__ = ["plain", "shorten", "show", "show_markdown"]
 
 # Wide enough for any line of a report or a tree; rich lays a layout out at the width it is given, and
 # only pads table cells to it (the padding is stripped).
 _WIDE = 10_000
+
+
+class _FoldingTable(TableElement):
+    """A Markdown table whose cells fold a word too long for their column (rich cuts it with ``…``:
+    a report's table row would lose the end of its citation)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for part in super().__rich_console__(console, options):
+            if isinstance(part, Table):
+                for column in part.columns:
+                    column.overflow = "fold"
+            yield part
+
+
+class _Markdown(Markdown):
+    elements: ClassVar[dict[str, type[MarkdownElement]]] = {**Markdown.elements, "table_open": _FoldingTable}
 
 
 def plain(renderable: Any) -> str:
@@ -44,7 +62,7 @@ def show(console: Console, renderable: Any) -> None:
 def show_markdown(console: Console, text: str) -> None:
     """Markdown: rendered (and wrapped at word boundaries) on a terminal, its source anywhere else."""
     if console.is_terminal:
-        console.print(Markdown(text), soft_wrap=False, overflow="fold")
+        console.print(_Markdown(text), soft_wrap=False, overflow="fold")
     else:
         click.echo(text, err=console.stderr)
 
