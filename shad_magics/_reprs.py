@@ -22,10 +22,12 @@ __all__ = ["Citations", "metrics_frame", "metrics_html", "run_graph", "search_fr
 
 DASH = "—"
 _MAX_ROWS = 200  # a table longer than this ends with "… N more rows" (the object holds them all)
-_CELL = "text-align:left;vertical-align:top;padding:2px 10px 2px 0"
+# Inline (a notebook's own table CSS centres and right-aligns every cell; a <style> block may be
+# sanitized away), and short: each cell carries its style.
+_CELL = "text-align:left;vertical-align:top"
 _NOWRAP = _CELL + ";white-space:nowrap"
-_WIDE = _CELL + ";white-space:normal;min-width:22em;max-width:60em"  # prose: wraps, but never narrow
-_NUMBER = "text-align:right;vertical-align:top;padding:2px 10px 2px 0;white-space:nowrap"
+_WIDE = _CELL + ";white-space:normal;min-width:22em"  # prose: it wraps, but is never one word wide
+_NUMBER = "text-align:right;vertical-align:top;white-space:nowrap"
 _COLOURS = {"SUCCEEDED": "#2e7d32", "CACHE_HIT": "#00838f", "FAILED": "#c62828", "PRUNED": "#8e24aa"}
 
 
