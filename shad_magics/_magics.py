@@ -136,7 +136,7 @@ class ShadMagics(Magics):
             ctx.cleanup()
             raise
         widget = self._show_widget(args.widget)
-        view = self._view(args.background)
+        view = self._view()
         panel = self._panel(widget, policy, args.format, args.output, args.background, view)
         job = _launch.start(
             _launch.run_launcher(config),
@@ -170,7 +170,7 @@ class ShadMagics(Magics):
             self._display(widget)
         return widget
 
-    def _view(self, background: bool) -> RunView:
+    def _view(self) -> RunView:
         """The cell's progress line (shown now, below the DAG widget); none in a terminal."""
         view = RunView(enabled=type(self.shell).__name__ != "TerminalInteractiveShell")
         view.show()
@@ -339,7 +339,7 @@ class ShadMagics(Magics):
             return engine.aresume(run_id, on_event=sink, **kwargs)
 
         widget = self._show_widget(not ns.no_widget)
-        view = self._view(ns.background)
+        view = self._view()
         panel = self._panel(widget, policy, ns.format, ns.output, ns.background, view)
         job = _launch.start(
             launch,
