@@ -58,6 +58,7 @@ _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"
 _BATCH = 1000
 _REMEMBER_REREAD = 5000  # after writing more files than this, the state is not kept in memory
 _PARALLEL_THRESHOLD = 1500
+_WINDOW = 2000  # notes handed to the parsing processes at a time
 
 ProgressFn = Callable[[int, int], None]
 
@@ -397,5 +398,14 @@ def _parse_all(root: str, changed: list[tuple[FileEntry, str | None]]) -> Iterat
         yield from map(_parse_one, jobs)
         return
     ctx = multiprocessing.get_context("fork")
+    # A pool's imap keeps every result its workers finish until the caller takes it: when writing is
+    # slower than parsing, a whole vault's parsed notes would pile up. Windows of jobs, one handed out
+    # ahead of the one being written, keep that to two windows.
+    windows = [jobs[i : i + _WINDOW] for i in range(0, len(jobs), _WINDOW)]
     with ctx.Pool(workers) as pool:
-        yield from pool.imap(_parse_one, jobs, chunksize=64)
+        ahead = pool.imap(_parse_one, windows[0], chunksize=64)
+        for k in range(len(windows)):
+            current = ahead
+            if k + 1 < len(windows):
+                ahead = pool.imap(_parse_one, windows[k + 1], chunksize=64)
+            yield from current

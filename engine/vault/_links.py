@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS dirty(tail TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 LINK_TABLES = ("edges", "lookup", "dirty")
 EXACT, NAME, ALIAS = 0, 1, 2  # lookup kinds
-_BULK = 5000  # more pending links than this: resolve them against the file list read into memory
+_MEMO = 50_000  # lookups remembered while resolving
 _CHUNK = 5000
 
 # A link as stored: (target, line, kind, embed, relation)
@@ -163,18 +163,21 @@ class IndexResolver(Resolver):
         return self._paths(low, ALIAS)
 
 
-def _memory_resolver(conn: sqlite3.Connection) -> tuple[Resolver, dict[str, int]]:
-    """Every file's names read once into memory: for a big batch of pending links (a first build)."""
-    ids: dict[str, int] = {}
-    for fid, path in conn.execute("SELECT id, path FROM files ORDER BY id"):
-        ids[path] = fid
-    aliases: dict[str, list[str]] = {}
-    for key, path in conn.execute(
-        "SELECT l.key, f.path FROM lookup l JOIN files f ON f.id = l.file_id WHERE l.kind = ? ORDER BY f.id",
-        (ALIAS,),
-    ):
-        aliases.setdefault(path, []).append(key)
-    return Resolver(list(ids), aliases), ids
+def _cached(conn: sqlite3.Connection) -> Query:
+    """Lookups through a bounded memo: links to one name repeat the same few lookups, and a first build
+    resolves every link of the vault (an in-memory table of every file would grow with the vault)."""
+    memo: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+
+    def query(sql: str, params: tuple[Any, ...] | list[Any]) -> list[tuple[Any, ...]]:
+        key = (sql, tuple(params))
+        found = memo.get(key)
+        if found is None:
+            if len(memo) > _MEMO:
+                memo.clear()
+            found = memo[key] = conn.execute(sql, params).fetchall()
+        return found
+
+    return query
 
 
 def resolve_pending(conn: sqlite3.Connection) -> int:
@@ -186,12 +189,8 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
     pending = conn.execute("SELECT count(*) FROM edges WHERE dst IS NULL").fetchone()[0]
     if not pending:
         return 0
-    ids: dict[str, int] | None
-    if pending > _BULK:
-        resolver, ids = _memory_resolver(conn)
-    else:
-        resolver, ids = IndexResolver(lambda sql, params: conn.execute(sql, params).fetchall()), None
-    memo: dict[tuple[str, str], tuple[int, str | None]] = {}
+    query = _cached(conn)
+    resolver = IndexResolver(query)
     while True:
         rows = conn.execute(
             "SELECT e.rowid, f.path, e.target FROM edges e JOIN files f ON f.id = e.src "
@@ -202,22 +201,10 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
             break
         updates: list[tuple[int, str | None, int]] = []
         for rowid, source, target in rows:
-            folder = source.rsplit("/", 1)[0] if "/" in source else ""
-            key = (target, source if target == "" or target.startswith(".") else folder)
-            found = memo.get(key)
-            if found is None:
-                path, others = resolver.resolve(target, source)
-                if path is None:
-                    dst = 0
-                elif ids is not None:
-                    dst = ids.get(path, 0)
-                else:
-                    got = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-                    dst = got[0] if got else 0
-                if len(memo) > _CHUNK:  # links to one name cluster; a bounded memo keeps the memory flat
-                    memo.clear()
-                found = memo[key] = (dst, json.dumps(others, ensure_ascii=False) if others else None)
-            updates.append((found[0], found[1], rowid))
+            path, others = resolver.resolve(target, source)
+            got = query("SELECT id FROM files WHERE path = ?", (path,)) if path is not None else []
+            dst = got[0][0] if got else 0
+            updates.append((dst, json.dumps(others, ensure_ascii=False) if others else None, rowid))
         conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", updates)
     return int(pending)
 
