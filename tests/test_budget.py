@@ -237,3 +237,72 @@ def test_extra_tokens_reads_plus_n_and_plus_percent() -> None:
     for bad in ("lots", "+-5"):
         with pytest.raises(UsageError):
             extra_tokens(bad, 20_000)
+
+
+# --- reservations ------------------------------------------------------------------------------------------
+
+
+def test_the_prompt_estimate_counts_high_for_english_and_for_other_scripts() -> None:
+    from engine.runs.budget import FRAMING, estimate_prompt
+
+    english = "First crack happens near 196 °C, when the beans pop audibly. " * 20
+    assert estimate_prompt(english) >= len(english) / 3.5  # real tokenizers: about 4 characters a token
+    japanese = "焙煎した豆は数日休ませてから淹れる。" * 20
+    assert estimate_prompt(japanese) >= len(japanese)  # about one token a character, or less
+    assert estimate_prompt("", "") == FRAMING  # the framing a provider counts around any prompt
+    assert estimate_prompt("abc", "abcd") == FRAMING + 1 + 2  # system and prompt, each rounded up
+
+
+def test_a_call_costs_its_prompt_and_max_tokens_and_a_json_call_also_its_repair() -> None:
+    from engine.runs.budget import REPAIR_EXTRA, CallCost
+
+    plain = CallCost.of(500)
+    assert plain.at(900) == 1_400
+    assert plain.largest_within(1_400) == 900 and plain.largest_within(400) < 0
+    json_call = CallCost.of(500, expect_json=True)  # the prompt twice, the answer thrice, the repair's words
+    assert json_call.at(1_000) == 2 * 500 + REPAIR_EXTRA + 3 * 1_000
+    assert (
+        json_call.at(json_call.largest_within(5_000))
+        <= 5_000
+        < json_call.at(json_call.largest_within(5_000) + 1)
+    )
+
+
+def test_in_flight_holds_and_releases_and_wakes_every_waiter() -> None:
+    import asyncio
+
+    from engine.runs.budget import InFlight
+
+    async def main() -> list[str]:
+        flight, woke = InFlight(), []
+        flight.hold(700)
+        flight.hold(300)
+        assert (flight.held, flight.calls) == (1_000, 2)
+
+        async def waiter(name: str) -> None:
+            await flight.wait()
+            woke.append(name)
+
+        waiters = [asyncio.create_task(waiter(n)) for n in ("a", "b")]
+        await asyncio.sleep(0)
+        assert woke == []  # nothing released yet
+        flight.release(700)
+        await asyncio.gather(*waiters)
+        assert (flight.held, flight.calls) == (300, 1)
+        return woke
+
+    assert sorted(asyncio.run(main())) == ["a", "b"]
+
+
+def test_overspend_is_none_within_the_budget_and_says_how_much_past_it() -> None:
+    from engine.runs.budget import overspend, overspend_lines
+
+    assert overspend(100_000, 100_000, []) is None and overspend_lines(None) == []
+    call = {"node": "root", "purpose": "answer", "reserved": 1_100, "charged": 6_473}
+    over = overspend(105_373, 100_000, [call])
+    assert over == {"max_tokens": 100_000, "spent": 105_373, "over_by": 5_373, "calls": [call]}
+    text = "\n".join(overspend_lines(over))
+    assert text.startswith("> [!warning] Over budget")
+    assert "spent 105373 tokens of its 100000-token budget (5373 over)" in text
+    assert "1 model call reported more tokens than were reserved for it" in text
+    assert "earlier session" in "\n".join(overspend_lines(overspend(2_000, 1_000, [])))

@@ -52,7 +52,8 @@ except ImportError:  # pragma: no cover - run from inside tests/
     )
 
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
-TINY = 4000  # lets the first subtask finish, not the others
+TINY = 6000  # lets the first subtask finish, not the others (each call reserves its prompt, counted high,
+# plus its max_tokens, and the root keeps its synthesis reserve)
 SIMPLE = "How long should roasted beans rest before brewing?"
 MULTI = (
     "How long should roasted beans rest before brewing? What grind size suits a French press? "
@@ -303,7 +304,7 @@ def test_tiny_token_budget_stops_partial_and_resume_finishes_keeping_finished_no
     tail = [line for line in first.report.splitlines() if line.strip()][-2:]
     assert any(f"shad resume {first.id}" in line for line in tail), tail
     assert "## Missing branches" in first.report
-    assert first.summary["metrics"]["total_tokens"] <= TINY + 1500  # stops near the budget, not far past it
+    assert first.summary["metrics"]["total_tokens"] <= TINY  # within the budget, not past it
 
     done = {n.id: n.answer for n in first.dag if n.status.ok and not first.dag.children(n.id)}
     assert done, "the budget let nothing finish: the test needs a slightly larger one"

@@ -192,12 +192,16 @@ def test_replay_option_forces_nodes_and_subtrees(
 def test_a_budget_stop_resumes_with_more_and_the_ledger_remembers(
     vault: Path, tmp_path: Path, model: tuple[Model, FakeLLMServer]
 ) -> None:
-    stopped = run_live(vault, tmp_path, budgets=__import__("engine").Budgets(max_tokens=1200))
-    assert stopped.status is RunStatus.PARTIAL
+    # Too little to plan: a call reserves its worst case (its prompt counted high, max_tokens, and for a
+    # plan the one repair it may need) and the root keeps its synthesis reserve. Stopped, not failed.
+    stopped = run_live(vault, tmp_path, budgets=__import__("engine").Budgets(max_tokens=2500))
+    assert stopped.status is RunStatus.PARTIAL and stopped.exit_code == 3
+    assert "token budget exhausted" in stopped.summary["stop_reason"]
+    assert stopped.summary["resume_command"].startswith(f"shad resume {stopped.id} --budget +")
     spent = stopped.summary["metrics"]["total_tokens"]
-    assert spent > 0
+    assert spent <= 2500
     with pytest.raises(UsageError, match="too few"):
-        asyncio.run(aresume(stopped.id, add_tokens=0))
+        asyncio.run(aresume(stopped.id, max_tokens=spent + 500))
     finished = asyncio.run(aresume(stopped.id, add_tokens=20_000))
     assert finished.status is RunStatus.SUCCESS
     assert finished.summary["metrics"]["total_tokens"] > spent  # both sessions counted

@@ -51,6 +51,7 @@ class RunState:
     retry: set[str] = field(default_factory=set)  # resume: nodes that had ended FAILED_WITH_DIAGNOSTIC
     retry_hint: str = ""  # resume --hint: one more retrieval rung for those nodes
     spent_before: int = 0  # tokens earlier sessions of this run spent (resume)
+    overruns: list[dict[str, Any]] = field(default_factory=list)  # calls that cost more than they reserved
     cost_usd: float = 0.0
     cost_known: bool = True
     reexecuted: int = 0

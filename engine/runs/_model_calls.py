@@ -1,18 +1,20 @@
 """The run's model calls, and the budgets enforced around them: every call goes through ``ModelCalls.call``,
-which checks the token ledger, the envelope of the node and the clock before, and charges the provider's
-reported usage (and its price, for ``max_usd``) after.
+which checks the clock and the envelope of the node, reserves the call's worst case against the token
+ledger (``budget.InFlight``: calls in flight together never promise more than is left), and after the call
+charges the provider's reported usage (and its price, for ``max_usd``) and lets the reservation go.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ..errors import ShadError
 from ..events import BudgetLimitReached, LlmCall, SynthesisDelta
 from ..llm import LLMRequest, LLMResponse, ProviderError, TextSink
 from ..store import StoreUnavailableError
 from ._context import RunContext
-from .budget import Envelope
+from .budget import CallCost, Envelope, InFlight, estimate_prompt
 from .dag import Node
 
 __all__ = ["FREE_PROVIDERS", "MIN_CALL_TOKENS", "BudgetExhausted", "ModelCalls"]
@@ -31,6 +33,7 @@ class ModelCalls:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        self.in_flight = InFlight()  # one ModelCalls per run: every call of the run reserves here
 
     def tokens_spent(self) -> int:
         """Tokens the run has spent in all its sessions (the nodes' own count when the store is gone)."""
@@ -45,36 +48,37 @@ class ModelCalls:
         ctx, state = self.ctx, self.ctx.state
         if state.stop_reason and not synthesis:
             raise BudgetExhausted(state.stop_reason, hint="resume with a larger budget")
-        remaining = ctx.ledger.remaining(ctx.run_id)
-        reserve = 0 if synthesis else state.envelopes.get("root", Envelope(0, 0)).reserve
-        if remaining - reserve < MIN_CALL_TOKENS:
-            raise BudgetExhausted(
-                f"token budget exhausted ({ctx.ledger.spent(ctx.run_id)} tokens spent)",
-                hint="raise --max-tokens",
-            )
+        keep = 0 if synthesis else state.envelopes.get("root", Envelope(0, 0)).reserve
+        shape = CallCost.of(estimate_prompt(request.system, request.prompt), request.expect_json)
+        self._fit(shape, ctx.ledger.remaining(ctx.run_id) - keep)  # refused before it waits for a slot
         self.check_clock(raise_=not synthesis)
         # The node's envelope caps what it may ask for, so one child cannot starve its siblings.
         envelope = state.envelopes.get(node.id)
         own = envelope.total - node.tokens if envelope is not None and not synthesis else request.max_tokens
-        request.max_tokens = max(MIN_CALL_TOKENS, min(request.max_tokens, remaining - reserve, own))
+        wanted = max(MIN_CALL_TOKENS, min(request.max_tokens, own))
         request.model = request.model or ctx.config.models.get(request.tier.value)
         if node.depth == 0 and request.purpose in STREAMED and ctx.on_event is not None:
             request.on_text = self._streamer(node.id)  # the report's answer streams to a watching notebook
         async with ctx.llm.slot():
+            # Reserved inside the slot: a call never waits for room while holding a reservation.
+            held = await self._reserve(request, shape, wanted, keep, synthesis)
             try:
                 response = await ctx.provider.complete(request)
             except ProviderError as exc:
                 if exc.kind == "rate_limit":
                     await ctx.llm.rate_limited()
-                ctx.ledger.charge(ctx.run_id, int(getattr(exc, "tokens", 0) or 0))
+                self._settle(node, request, held, int(getattr(exc, "tokens", 0) or 0))
                 node.llm_calls += 1 + exc.retries
                 ctx.run.llm_calls += 1 + exc.retries
                 raise
+            except BaseException:  # cancelled, or a bug: nothing reported to charge
+                self.in_flight.release(held)
+                raise
+            self._settle(node, request, held, response.total_tokens)
         if response.retries:  # the provider had to retry (429, overload): fewer calls in flight for a while
             await ctx.llm.rate_limited()
         else:
             await ctx.llm.succeeded()
-        ctx.ledger.charge(ctx.run_id, response.total_tokens)
         cost = self._charge_usd(response)
         node.tokens += response.total_tokens
         node.llm_calls += 1 + response.retries
@@ -92,6 +96,49 @@ class ModelCalls:
             )
         )
         return response
+
+    def _fit(self, cost: CallCost, left: int) -> int:
+        """The largest ``max_tokens`` the call may have with ``left`` tokens free; refused (the run's
+        budget is used up) when not even ``MIN_CALL_TOKENS`` fit: what is left only shrinks."""
+        fits = cost.largest_within(left)
+        if fits < MIN_CALL_TOKENS:
+            spent = self.ctx.ledger.spent(self.ctx.run_id)
+            raise BudgetExhausted(
+                f"token budget exhausted ({spent} tokens spent; the next call needs about "
+                f"{cost.at(MIN_CALL_TOKENS)} of the {max(0, left)} left)",
+                hint="raise --max-tokens",
+            )
+        return fits
+
+    async def _reserve(
+        self, request: LLMRequest, cost: CallCost, wanted: int, keep: int, synthesis: bool
+    ) -> int:
+        """Hold the call's worst case against what is left beside the calls in flight, ``max_tokens``
+        shrunk to fit what is left at all; while calls in flight hold the room it needs, wait for one to
+        settle (its real usage is usually below its reservation). Returns the tokens held."""
+        ctx = self.ctx
+        while True:
+            if ctx.state.stop_reason and not synthesis:
+                raise BudgetExhausted(ctx.state.stop_reason, hint="resume with a larger budget")
+            left = ctx.ledger.remaining(ctx.run_id) - keep
+            max_tokens = min(wanted, self._fit(cost, left))
+            worst = cost.at(max_tokens)
+            if self.in_flight.held + worst <= left:
+                self.in_flight.hold(worst)
+                request.max_tokens = max_tokens
+                return worst
+            await self.in_flight.wait()
+
+    def _settle(self, node: Node, request: LLMRequest, held: int, tokens: int) -> None:
+        """Charge what the provider reported, let the reservation go, and remember a call that went past
+        its reservation (the run's summary and report say so if the run ends over its budget)."""
+        try:
+            self.ctx.ledger.charge(self.ctx.run_id, tokens)
+        finally:
+            self.in_flight.release(held)
+        if tokens > held:
+            over: dict[str, Any] = {"node": node.id, "purpose": request.purpose, "reserved": held}
+            self.ctx.state.overruns.append(over | {"charged": tokens})
 
     def _streamer(self, node_id: str) -> TextSink:
         emit = self.ctx.emit

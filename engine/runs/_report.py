@@ -19,6 +19,7 @@ from ._context import RunContext
 from ._resume_plan import cover_cut
 from ._run import Run, RunStatus
 from ._verify import BodyChecks, check_body
+from .budget import overspend, overspend_lines
 from .dag import NodeStatus
 
 __all__ = ["finish_run", "render_report", "resume_command"]
@@ -265,6 +266,9 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     for section in (state.garden_report, state.learn_report):
         if section:
             body = body.rstrip() + "\n\n" + "\n".join(section)
+    over = overspend(tokens, run.config.budgets.max_tokens, state.overruns)
+    if over is not None:  # past its budget: the status stays what the answer is, but never silently
+        body = body.rstrip() + "\n\n" + "\n".join(overspend_lines(over))
     resolved = cite.resolve_citations(cite.extract_citations(body), ctx.vaults)
     citations, _ = cite.summarize(resolved)
     unresolved = [
@@ -332,6 +336,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "diagnostics": {"conflict_copies": conflict_copies},
         "garden": state.garden if ctx.config.garden else None,
         "learning": state.learning,
+        "over_budget": over,  # None within the budget
     }
     if state.software is not None:
         run.summary["software"] = state.software

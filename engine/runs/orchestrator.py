@@ -94,6 +94,8 @@ class Orchestrator:
                 ctx.prune_unstarted("run interrupted")
                 await asyncio.shield(asyncio.to_thread(finish_run, ctx, self.calls.tokens_spent()))
                 raise
+            except BudgetExhausted as exc:  # too little left even to plan: stopped, resumable with more
+                self.calls.stop(exc.message)
             except Exception as exc:  # a run always ends with a report, whatever broke
                 run.failures.append(failure("run", "run", exc))
                 ctx.emit(RunError(error=type(exc).__name__, message=str(exc)))
