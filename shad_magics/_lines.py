@@ -171,7 +171,7 @@ def runs(limit: int = 20) -> Any:
 def search(query: str, vaults: Sequence[str], limit: int = 10) -> Any:
     """Vault search as a DataFrame: path, title, heading (``""`` when the passage has none), score, snippet,
     vault; it shows whole snippets, and notes as links."""
-    from ._result import vault_roots
+    from ._links import vault_roots
 
     hits = VaultSet(list(vaults)).search(query, limit=limit)
     return search_frame(hits, vault_roots(vaults), query)

@@ -282,7 +282,7 @@ SEARCH_COLUMNS = ["path", "title", "heading", "score", "snippet", "vault"]
 
 
 def _search_html(frame: Any) -> str:
-    from ._result import _link_for
+    from ._links import _link_for
 
     roots = {k: Path(v) for k, v in (frame.attrs.get("vault_roots") or {}).items()}
     rows = []
@@ -334,7 +334,9 @@ def search_frame(hits: Iterable[Any], roots: Mapping[str, Path], query: str = ""
     """Vault search hits as a ``SearchFrame``; a hit without a heading has ``""`` (not None, not NaN)."""
     rows = [{c: getattr(h, c) for c in SEARCH_COLUMNS} | {"heading": h.heading or ""} for h in hits]
     frame = _search_class()(rows, columns=SEARCH_COLUMNS)
-    frame.attrs.update(vault_roots={k: str(v) for k, v in roots.items()}, query=query)
+    # absolute: a file:// link needs it, and the notebook's working folder may change before display
+    absolute = {k: str(Path(v).expanduser().resolve()) for k, v in roots.items()}
+    frame.attrs.update(vault_roots=absolute, query=query)
     return frame
 
 

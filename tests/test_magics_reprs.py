@@ -134,7 +134,7 @@ def test_metrics_are_the_same_dataframe_shown_with_readable_columns(
 
 
 def test_search_shows_whole_snippets_links_and_a_dash_for_no_heading(
-    shell: InteractiveShell, tmp_path: Path
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     notes = tmp_path / "my notes"
     notes.mkdir()
@@ -154,6 +154,9 @@ def test_search_shows_whole_snippets_links_and_a_dash_for_no_heading(
     file_uri = (notes / "Kettle.md").as_uri()
     assert f'href="{html.escape(file_uri)}"' in page and 'href="obsidian://open?vault=my%20notes' in page
     assert "1 hit for <i>descaled citric</i>" in page
+    monkeypatch.chdir(tmp_path)  # a vault given relative to the working folder links the same
+    relative = bundle(shell, shell.run_line_magic("shad", 'search descaled citric --vault "my notes"'))
+    assert f'href="{html.escape(file_uri)}"' in relative["text/html"]
 
     demo = shell.run_line_magic("shad", "search rest beans after roasting --limit 5")
     page = bundle(shell, demo)["text/html"]
