@@ -36,7 +36,7 @@ def _link_for(vault_root: Path, path: str, heading: str | None) -> tuple[str, st
     target = path[:-3] if path.lower().endswith(".md") else path
     file_param = target + (f"#{heading}" if heading else "")
     uri = f"obsidian://open?vault={quote(vault_root.name, safe='')}&file={quote(file_param, safe='')}"
-    return uri, (vault_root / path).as_uri()
+    return uri, (vault_root / path).absolute().as_uri()  # a relative vault folder (--vault vault) too
 
 
 def citation_links(citations: list[dict[str, Any]], roots: dict[str, Path]) -> list[dict[str, Any]]:

@@ -148,3 +148,14 @@ def test_citations_of_a_vanished_vault_keep_no_link(tmp_path: Path) -> None:
         linked["uri"] == "obsidian://open?vault=context&file=memo"
         and linked["file"] == (gone / "memo.md").as_uri()
     )
+
+
+def test_a_relative_vault_folder_still_gets_a_file_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shad_magics._links import _link_for
+
+    monkeypatch.chdir(tmp_path)
+    uri, file_uri = _link_for(Path("vault"), "Notes/A b.md", "H")  # as `--vault vault` names it
+    assert file_uri == (tmp_path / "vault" / "Notes" / "A b.md").as_uri()
+    assert uri == "obsidian://open?vault=vault&file=Notes%2FA%20b%23H"
