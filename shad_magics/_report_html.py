@@ -3,7 +3,8 @@ embedded text, and each citation with its cited passage on hover or click (a pop
 file links are its second action, so it works on a remote Jupyter server whose browser cannot open
 them). The passages come from the run itself (each node kept the sections it retrieved), else from the
 note in the vault. The CSS is ``static/report.css``, scoped under ``.shad-report``; no script runs and
-nothing is fetched, so it renders the same in an untrusted notebook.
+nothing is fetched. In an untrusted notebook (JupyterLab's sanitizer drops ``<style>``) the previews stay
+hidden and the "Cited passages" list at the end, plain HTML, still shows every passage on a click.
 
 Markdown is rendered by markdown-it-py (CommonMark and tables) with raw HTML off: a note's HTML is shown
 as text, never run. Callouts, embeds and citations are cut out first (outside code) and put back as
@@ -281,7 +282,9 @@ class _Renderer:
             f'<span class="shad-cite" tabindex="0">'
             f'<span class="shad-cite__label">{label}</span>'
             f'<sup><a href="#shad-fn-{self.run_id}-{n}">{n}</a></sup>'
-            f'<span class="shad-cite__pop" role="tooltip">'
+            # ``hidden``: an untrusted notebook's sanitizer drops the <style>; the previews then stay
+            # hidden (the "Cited passages" list below still opens each) instead of filling the text.
+            f'<span class="shad-cite__pop" role="tooltip" hidden>'
             f'<span class="shad-cite__where">{html.escape(passage.where)}</span>'
             f'<span class="shad-cite__text">{text}</span>'
             f'<span class="shad-cite__actions">{actions}</span></span></span>'
@@ -293,11 +296,11 @@ class _Renderer:
             return ""
         items = []
         for n, p in self.footnotes:
-            link = f' · <a href="{html.escape(p.uri)}">Open in Obsidian</a>' if p.uri else ""
+            link = f'<a href="{html.escape(p.uri)}">Open in Obsidian</a>' if p.uri else ""
             short = p.text[:PASSAGE_CHARS] + (" …" if len(p.text) > PASSAGE_CHARS else "")
-            items.append(
-                f'<li id="shad-fn-{self.run_id}-{n}"><details><summary>{html.escape(p.where)}{link}</summary>'
-                f"<blockquote>{html.escape(short)}</blockquote></details></li>"
+            items.append(  # the summary only toggles: the Obsidian link is inside, after the passage
+                f'<li id="shad-fn-{self.run_id}-{n}"><details><summary>{html.escape(p.where)}</summary>'
+                f"<blockquote>{html.escape(short)}</blockquote>{link}</details></li>"
             )
         return f'<div class="shad-sources"><strong>Cited passages</strong><ol>{"".join(items)}</ol></div>'
 

@@ -171,6 +171,15 @@ def test_chromium_shows_the_cited_passage_on_hover_and_on_click(
                 path=str(SHOTS / "report-callout.png")
             )
             page.screenshot(path=str(SHOTS / "report-page.png"), full_page=True)
+            # An untrusted notebook: JupyterLab's sanitizer drops the <style>. The previews stay hidden,
+            # and the plain "Cited passages" list still opens each passage on a click.
+            bare = re.sub(r"<style>.*?</style>", "", result.html, flags=re.S)
+            page.set_content(f"<!doctype html><meta charset='utf-8'><body>{bare}</body>")
+            assert page.locator(".shad-cite__pop").count() > 0
+            assert not any(p.is_visible() for p in page.locator(".shad-cite__pop").all())
+            page.locator(".shad-sources summary").first.click()
+            assert "196 °C" in page.locator(".shad-sources blockquote").first.inner_text()
+            page.goto(page_file.as_uri())
             # JupyterLab's dark theme sets these variables: the report follows them.
             page.evaluate(
                 """() => { const s = document.body.style; s.background = '#111';
