@@ -102,6 +102,14 @@ def test_plain_json_call(server: FakeLLMServer) -> None:
     assert server.posts[0].body is not None and not server.posts[0].body.get("stream")
 
 
+def test_the_text_reaches_on_text_as_the_server_streams_it(server: FakeLLMServer) -> None:
+    pieces: list[tuple[str, bool]] = []
+    request = LLMRequest("answer", Tier.WORKER, "How long?", on_text=lambda t, f: pieces.append((t, f)))
+    response = call(make(), request)
+    assert len(pieces) > 1 and "".join(t for t, _ in pieces) == response.text == REPLY  # SSE chunks
+    assert [first for _, first in pieces] == [True] + [False] * (len(pieces) - 1)
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_missing_usage_is_estimated_and_marked(server: FakeLLMServer, stream: bool) -> None:
     server.script(no_usage())
