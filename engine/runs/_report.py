@@ -39,7 +39,7 @@ def resume_command(run: Run, stop_reason: str | None = None, tokens: int = 0) ->
     if not (stop_reason and "token budget" in stop_reason):
         return f"shad resume {run.id}{limits}"
     done = [n for n in run.dag if n.status.ok and n.tokens]
-    todo = sum(1 for n in run.dag if not n.status.ok) + 1
+    todo = sum(1 for n in run.dag if not (n.status.ok or n.redundant)) + 1
     per_node = (sum(n.tokens for n in done) / len(done)) if done else max(tokens, 1000)
     extra = max(1000, int(per_node * todo * 1.5))
     return f"shad resume {run.id} --budget +{-(-extra // 1000) * 1000}{limits}"
@@ -52,7 +52,7 @@ def _status(run: Run) -> RunStatus:
     if any(n.status is NodeStatus.NEEDS_HUMAN for n in nodes):
         return RunStatus.NEEDS_HUMAN
     root = run.dag.root()
-    others_ok = all(n.status.ok for n in nodes if n.id != root.id)
+    others_ok = all(n.status.ok or n.redundant for n in nodes if n.id != root.id)
     if exhausted.usable(root):  # a root whose retries ran out still answers: flagged, PARTIAL at best
         return RunStatus.SUCCESS if root.status.ok and others_ok and not run.failures else RunStatus.PARTIAL
     if any(exhausted.usable(n) and n.answer for n in nodes):
@@ -70,8 +70,24 @@ def _missing_branches(run: Run) -> list[dict[str, Any]]:
             **({"limit": n.cut} if n.cut else {}),  # left out of the plan by this limit
         }
         for n in run.dag
-        if not n.status.ok and n.status is not NodeStatus.FAILED_WITH_DIAGNOSTIC  # those: their own section
+        if not n.status.ok
+        and n.status is not NodeStatus.FAILED_WITH_DIAGNOSTIC  # those: their own section
+        and not n.redundant  # its siblings answered from the same passages: nothing is missing
     ]
+
+
+def _redundant(run: Run) -> list[dict[str, Any]]:
+    """Subtasks pruned by novelty, each with the nodes holding its passages and the tokens it saved (an
+    estimate: what the holders' own answers cost, on average)."""
+    out = []
+    for n in run.dag:
+        if not n.redundant:
+            continue
+        holders = [run.dag.node(h) for h in n.redundant_with if h in run.dag]
+        spent = [h.tokens for h in holders if h.tokens]
+        saved = round(sum(spent) / len(spent)) if spent else 0
+        out.append({"node_id": n.id, "task": n.task, "same_as": n.redundant_with, "tokens_saved_est": saved})
+    return out
 
 
 def _body(run: Run) -> str:
@@ -144,6 +160,15 @@ def render_report(
         parts += ["## Missing branches", ""]
         parts += [f"- `{m['node_id']}` {m['task']} — {m['status']}: {m['reason']}" for m in missing]
         parts.append("")
+    redundant = _redundant(run)
+    if redundant:  # E10: said, so a subtask that never answered is not mistaken for a lost one
+        parts += ["## Pruned subtasks", ""]
+        parts += [
+            f"- pruned as redundant: `{r['node_id']}` {r['task']} (same passages as "
+            f"{', '.join(f'`{h}`' for h in r['same_as'])}; no model call made)"
+            for r in redundant
+        ]
+        parts.append("")
     if any(f.get("status") != NodeStatus.FAILED_WITH_DIAGNOSTIC.value for f in run.failures):
         parts += ["## Failures", ""]
         for f in run.failures:
@@ -200,7 +225,9 @@ def _check_lines(run: Run, checks: BodyChecks | None) -> list[str]:
         return []
     lines: list[str] = []
     if checks.uncovered:
-        unfinished = any(not (n.status.ok or n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC) for n in run.dag)
+        unfinished = any(
+            not (n.status.ok or n.redundant or n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC) for n in run.dag
+        )
         label = "Not answered yet (the run did not finish):" if unfinished else "Not found in the vault:"
         lines += ["## Coverage", "", label, ""]
         lines += [f"- {a.text}" for a in checks.uncovered]
@@ -279,6 +306,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     if unresolved:
         body = cite.flag_unresolved(body, resolved)
     missing = _missing_branches(run)
+    redundant = _redundant(run)
     checkpoints = cp.load_all(run.history)
     conflict_copies = ctx.vaults.conflict_copies()
     run.report = render_report(
@@ -308,6 +336,8 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "cost_usd": round(state.cost_usd, 6) if state.cost_known else None,
         "llm_in_flight_peak": ctx.llm.peak,
         "llm_backoffs": ctx.llm.backoffs,
+        "pruned_redundant": len(redundant),
+        "tokens_saved_est": sum(r["tokens_saved_est"] for r in redundant),
         **checks.metrics(),
     }
     run.summary = {
@@ -322,6 +352,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         "unresolved_citations": unresolved,
         "metrics": metrics,
         "missing_branches": missing,
+        "pruned_redundant": redundant,  # E10: subtasks whose passages others held; not missing
         "stop_reason": state.stop_reason,
         "uncovered": [a.text for a in checks.uncovered],
         "answered": checks.answered,  # False: its citations are the closest passages, not an answer

@@ -88,6 +88,9 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
     for node in dag:
         if node.cut:  # still left out by the limits: not run, and nothing reads it
             continue
+        if node.redundant:  # pruned by novelty: kept so, unless a node holding its passages runs again
+            plan.kept.append(node.id)
+            continue
         if not node.status.ok:
             plan.redo.add(node.id)
             continue
@@ -116,6 +119,7 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
             if node.id in plan.redo or node.cut:
                 continue
             reads = set(node.hard_deps) | set(node.soft_deps) | {c.id for c in dag.children(node.id)}
+            reads |= set(node.redundant_with)  # its novelty was judged against them
             if reads & changed_ids:
                 plan.redo.add(node.id)
                 changed_ids.add(node.id)
@@ -125,7 +129,7 @@ def plan_resume(dag: Dag, cache: NodeCache, replay: str | None = None) -> Resume
     for node_id in plan.redo:
         node = dag.node(node_id)
         node.status, node.answer, node.error, node.note = NodeStatus.CREATED, "", None, ""
-        node.diagnostic = {}
+        node.diagnostic, node.redundant_with = {}, []
         node.started_at = node.finished_at = None
         node.tokens = node.llm_calls = 0
     return plan

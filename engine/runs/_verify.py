@@ -229,7 +229,8 @@ def check_body(ctx: RunContext, body: str, root: Node | None) -> BodyChecks:
         checks.repeats_dropped = int(root.retrieval.get("repeats_dropped", 0))
     elif not isinstance(recorded, dict):
         checks.repeats_dropped = dropped
-    finished = all(n.status.ok for n in ctx.run.dag)  # a run that stopped early has not looked everywhere
+    # A run that stopped early has not looked everywhere (a subtask pruned as redundant did: its holders)
+    finished = all(n.status.ok or n.redundant for n in ctx.run.dag)
     if asks and len(checks.uncovered) == len(asks) and claims and finished:
         checks.answered = False
         checks.body = NOT_AN_ANSWER + "\n\n" + body.strip()

@@ -69,6 +69,14 @@ class Node:
     cut: str = ""
     # FAILED_WITH_DIAGNOSTIC: {reason, best_artifact, failure_report, next_inputs} (engine.runs._exhausted)
     diagnostic: dict[str, Any] = field(default_factory=dict)
+    # PRUNED by novelty (engine.runs._novelty): the nodes that hold every passage it retrieved. It is done,
+    # not missing: its siblings answered from the same passages, and a resume keeps it pruned.
+    redundant_with: list[str] = field(default_factory=list)
+
+    @property
+    def redundant(self) -> bool:
+        """Pruned because other nodes already hold all it found: settled, neither missing nor failed."""
+        return self.status is NodeStatus.PRUNED and bool(self.redundant_with)
 
     @property
     def duration_ms(self) -> float:

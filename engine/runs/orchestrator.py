@@ -38,6 +38,7 @@ from ._exhausted import event as exhausted_event
 from ._exhausted import mark, retrieval_diagnostic, usable
 from ._leaf_retrieval import LeafRetrieval, NeedsHuman, SkippedByHuman
 from ._model_calls import BudgetExhausted, ModelCalls
+from ._novelty import Novelty, RedundantNode
 from ._planning import Planner
 from ._report import finish_run
 from ._resume_plan import adopt, replayed
@@ -60,6 +61,7 @@ class Orchestrator:
         self.planner = Planner(ctx, self.calls, self.cache)
         self.retrieval = LeafRetrieval(ctx, self.calls, retriever)
         self.software = SoftwareBuild(ctx, self.calls, self.cache)
+        self.novelty = Novelty(ctx.run)  # E10: a leaf whose passages others hold already is pruned
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -117,7 +119,7 @@ class Orchestrator:
                     self.ctx.prune(node, self.ctx.state.stop_reason)
                     continue
                 node.status = NodeStatus.STARTED
-                running.add(asyncio.create_task(self._run_node(node), name=node.id))
+                running.add(asyncio.create_task(self._run_tracked(node), name=node.id))
             if not running:
                 if not dag.ready():
                     return
@@ -125,6 +127,12 @@ class Orchestrator:
             done, running = await asyncio.wait(running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # node errors are caught inside; anything else is a bug and should surface
+
+    async def _run_tracked(self, node: Node) -> None:
+        try:
+            await self._run_node(node)
+        finally:  # however it ended, a sibling waiting to judge its own novelty goes on
+            self.novelty.finished(node)
 
     async def _run_node(self, node: Node) -> None:
         ctx, state = self.ctx, self.ctx.state
@@ -167,6 +175,12 @@ class Orchestrator:
             return
         except SkippedByHuman as exc:
             ctx.prune(node, exc.message)
+            return
+        except RedundantNode as exc:  # pruned by novelty: done, not missing (its holders answered)
+            node.redundant_with, node.diagnostic = exc.holders, {}
+            ctx.prune(node, exc.message)
+            ctx.history.append("metrics/nodes.jsonl", ctx.run.node_metrics(node))
+            ctx.save_dag()
             return
         except StoreUnavailableError as exc:  # the shared store is gone: stop cleanly, resumable later
             state.stop_reason = f"the cache and ledger store is unavailable: {exc.message}"
@@ -221,6 +235,10 @@ class Orchestrator:
             node.answer = "The vault holds nothing relevant to this subtask."
             node.note = "; ".join(filter(None, [node.note, "no relevant notes found; no model call made"]))
             return False
+        if node.parent is not None:  # E10: passages a finished sibling or a dependency holds add nothing
+            holders = await self.novelty.redundant_with(node)
+            if holders:
+                raise RedundantNode(holders)
         ctx.state.phase[node.id] = "answer"
         goal = ctx.config.goal
         context = "\n\n".join(f"{c.text}\n{c.citation}" for c in result.context)

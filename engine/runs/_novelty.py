@@ -1,0 +1,131 @@
+"""Pruning by novelty (E10): a leaf whose retrieved passages are all held already by a sibling that
+finished with an answer, or by one of its dependencies, adds nothing new. It is pruned before its answer
+call, with the nodes that hold its passages named (``Node.redundant_with``), so the budget is not spent
+twice on one answer. The parent synthesizes the siblings that did answer.
+
+Only nodes of the same stage count: a stage that works on its dependency's evidence (``analyze`` after
+``gather_evidence``) reads the same passages by design, and what it adds is its own step, not passages.
+
+Siblings run in parallel, and novelty is judged against what has finished: a sibling that retrieved
+earlier and is still answering is waited for when it alone could make this leaf redundant (earlier
+retrievals never wait for later ones, so no two leaves wait on each other). A sibling that fails leaves
+the waiting leaf to answer for itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ._exhausted import usable
+from ._run import Run
+from .dag import Node
+
+__all__ = ["Novelty", "RedundantNode", "covering", "reason"]
+
+NEAR = 0.9  # word-set overlap above which two passages are one text (a copy, a re-chunked note)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class RedundantNode(Exception):
+    """Raised by a leaf whose passages other nodes already hold: it is pruned, not failed."""
+
+    def __init__(self, holders: list[str]) -> None:
+        super().__init__(reason(holders))
+        self.holders = holders
+        self.message = reason(holders)
+
+
+def reason(holders: list[str]) -> str:
+    return f"redundant: same passages as {', '.join(holders)}; no model call made"
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One passage: the same vault, path and heading, or (nearly) the same words."""
+    if (a.get("vault"), a.get("path"), a.get("heading")) == (b.get("vault"), b.get("path"), b.get("heading")):
+        return True
+    wa, wb = _words(str(a.get("text", ""))), _words(str(b.get("text", "")))
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / len(wa | wb) >= NEAR
+
+
+def covering(context: list[dict[str, Any]], holders: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The holders (in the order given) that together hold every passage of ``context``; empty when a
+    passage is new, or when there is no passage at all (nothing found is not nothing new)."""
+    if not context:
+        return []
+    pool = [(node_id, [p for p in passages if isinstance(p, dict)]) for node_id, passages in holders]
+    used: list[str] = []
+    for passage in context:
+        holder = next((i for i, ps in pool if any(_same(passage, p) for p in ps)), None)
+        if holder is None:
+            return []
+        if holder not in used:
+            used.append(holder)
+    return used
+
+
+def _context(node: Node) -> list[dict[str, Any]]:
+    found = node.retrieval.get("context") or []
+    return [c for c in found if isinstance(c, dict)]
+
+
+class Novelty:
+    """The order in which a run's leaves finished retrieving, and when each finished."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run  # its DAG is read each time: a resume or a new plan replaces it
+        self._order: dict[str, int] = {}
+        self._done: dict[str, asyncio.Event] = {}
+
+    def claim(self, node: Node) -> None:
+        """``node`` has its passages and goes on to answer from them."""
+        self._order.setdefault(node.id, len(self._order))
+        self._done.setdefault(node.id, asyncio.Event())
+
+    def finished(self, node: Node) -> None:
+        self._done.setdefault(node.id, asyncio.Event()).set()
+
+    def _siblings(self, node: Node) -> list[Node]:
+        if node.parent is None or node.parent not in self.run.dag:
+            return []
+        return [s for s in self.run.dag.children(node.parent) if s.id != node.id]
+
+    def _holders(self, node: Node, *, waiting: bool) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Finished nodes with an answer that hold passages: the dependencies, then the siblings; with
+        ``waiting``, also the siblings that retrieved before ``node`` and are still answering."""
+        mine = self._order.get(node.id, len(self._order))
+        out = []
+        deps = [self.run.dag.node(d) for d in node.hard_deps + node.soft_deps if d in self.run.dag]
+        for other in deps + self._siblings(node):
+            if other.stage != node.stage:
+                continue
+            done = other.status.finished and usable(other) and bool(other.answer)
+            running = (
+                waiting
+                and not other.status.finished
+                and self._order.get(other.id, mine) < mine
+                and not self._done[other.id].is_set()
+            )
+            if done or running:
+                out.append((other.id, _context(other)))
+        return out
+
+    async def redundant_with(self, node: Node) -> list[str]:
+        """The nodes that hold every passage ``node`` retrieved (empty: it has something new)."""
+        self.claim(node)
+        context = _context(node)
+        while True:
+            could = covering(context, self._holders(node, waiting=True))
+            pending = [i for i in could if not self.run.dag.node(i).status.finished]
+            if not pending:
+                break
+            await self._done[pending[0]].wait()  # an earlier retrieval: it ends (or fails) on its own
+        return covering(context, self._holders(node, waiting=False))
