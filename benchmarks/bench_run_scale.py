@@ -58,7 +58,12 @@ elif what == "refresh":
     stats = v.refresh()
     out["refresh_s"] = time.perf_counter() - t0
     out["updated"] = stats.updated
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent that forked this process.
+try:
+    hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+    out["peak_rss_mb"] = int(hwm.split()[1]) / 1024
+except (OSError, IndexError):
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
 
