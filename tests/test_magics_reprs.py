@@ -10,6 +10,7 @@ import html
 import json
 import os
 import pickle
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,16 +170,17 @@ def test_search_shows_whole_snippets_links_and_a_dash_for_no_heading(
 
 
 def test_in_a_real_kernel_each_part_displays_as_html(tmp_path: Path) -> None:
+    vault = shutil.copytree(DEMO, tmp_path / "vault")  # the run writes its history into the vault
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext shad_magics"),
         nbformat.v4.new_code_cell(
-            f'%%shad run -o r --vault "{DEMO}" --provider offline --no-widget --checkpoints off\n{GOAL}'
+            f'%%shad run -o r --vault "{vault}" --provider offline --no-widget --checkpoints off\n{GOAL}'
         ),
         nbformat.v4.new_code_cell("r.dag"),
         nbformat.v4.new_code_cell("r.citations"),
         nbformat.v4.new_code_cell("r.metrics"),
-        nbformat.v4.new_code_cell(f'%shad search rest beans after roasting --vault "{DEMO}"'),
+        nbformat.v4.new_code_cell(f'%shad search rest beans after roasting --vault "{vault}"'),
         nbformat.v4.new_code_cell("import networkx as nx; print(type(r.dag).__mro__[1].__name__)"),
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SHAD_", "ANTHROPIC_", "OPENAI_"))}
