@@ -167,9 +167,10 @@ def test_chromium_shows_the_cited_passage_on_hover_and_on_click(
             page.mouse.move(1090, 890)
             assert table_pop.is_visible()  # still open while it has the focus
             page.screenshot(path=str(SHOTS / "report-citation-click.png"))
-            page.locator(".shad-report .shad-callout").first.screenshot(
-                path=str(SHOTS / "report-callout.png")
-            )
+            page.evaluate("() => document.activeElement && document.activeElement.blur()")
+            table_pop.wait_for(state="hidden", timeout=5000)  # focus gone: closed again
+            callout = page.locator(".shad-report .shad-callout").first
+            callout.screenshot(path=str(SHOTS / "report-callout.png"))
             page.screenshot(path=str(SHOTS / "report-page.png"), full_page=True)
             # An untrusted notebook: JupyterLab's sanitizer drops the <style>. The previews stay hidden,
             # and the plain "Cited passages" list still opens each passage on a click.
