@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from engine import RunConfig
+from engine.cli._live import render_tree
 from engine.runs import Run, RunStatus, start_run
 from engine.runs._novelty import covering
 from engine.runs._resume_plan import plan_resume
@@ -147,6 +149,11 @@ def test_a_subtask_with_the_same_passages_as_a_finished_sibling_is_pruned_withou
         if '"NODE_PRUNED"' in line
     ]
     assert [(e["node"], e["reason"]) for e in pruned_events] == [(pruned[0].id, pruned[0].note)]
+    # The tree the CLI prints after a run says why it never answered.
+    console = Console(record=True, width=240)
+    console.print(render_tree(r.dag, "run"))
+    tree = console.export_text()
+    assert f"{pruned[0].id} PRUNED" in tree and f"redundant: same passages as {kept.id}" in tree
 
 
 def test_a_resume_keeps_a_redundant_subtask_pruned_unless_its_holder_runs_again(

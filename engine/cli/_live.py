@@ -52,6 +52,8 @@ def render_tree(
         text.append(f"  {shorten(n.task, task_limit) if task_limit else n.task}")
         if n.tokens or n.duration_ms:
             text.append(f"  ({n.tokens} tok, {n.duration_ms / 1000:.1f}s)", style="dim")
+        if n.redundant:  # pruned by novelty (E10): why it never answered, so it is not read as lost
+            text.append(f"  redundant: same passages as {', '.join(n.redundant_with)}", style="magenta")
         note = (notes or {}).get(n.id)
         if note:
             text.append(f"  {note}", style="red" if "✗" in note else "cyan")

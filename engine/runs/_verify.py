@@ -24,6 +24,7 @@ from ..retrieval import citations as cite
 from ..retrieval import coverage as cover
 from ..retrieval import support as sup
 from ..retrieval.synthesis import Conflict, detect_conflicts, drop_repeated_bullets, render_conflicts
+from ._conflict_checkpoint import gate as conflict_gate
 from ._context import RunContext
 from ._model_calls import ModelCalls
 from .dag import Node
@@ -110,7 +111,8 @@ async def _judge(
 
 async def _conflicts(ctx: RunContext, calls: ModelCalls, node: Node) -> None:
     """Conflicting sources among what the run's leaves found: reconciled by the model (every side kept,
-    each with its citation) or, without one, both values shown each with its citation."""
+    each with its citation) or, without one, both values shown each with its citation; unreconciled ones
+    on a number or a yes/no fact open a conflict checkpoint (``_conflict_checkpoint``)."""
     dag = ctx.run.dag
     leaves = [n for n in dag if n.answer and not dag.children(n.id) and n.status.ok] or [node]
     if node not in leaves and not dag.children(node.id):
@@ -120,11 +122,15 @@ async def _conflicts(ctx: RunContext, calls: ModelCalls, node: Node) -> None:
     node.retrieval["conflicts"] = [c.to_dict() for c in conflicts]
     if not conflicts:
         return
-    section = render_conflicts(conflicts)
+    reconciled = ""
     if ctx.provider.name not in NO_MODEL and not ctx.state.stop_reason:
-        section = await _reconcile(ctx, calls, node, conflicts) or section
-    node.answer = node.answer.rstrip() + "\n\n" + section
+        reconciled = await _reconcile(ctx, calls, node, conflicts)
     ctx.emit(ConflictsFound(node=node.id, count=len(conflicts)))
+    section = reconciled or render_conflicts(conflicts)
+    if not reconciled:  # on a number or a yes/no fact, a person is asked (the policy permitting)
+        said = await conflict_gate(ctx, node, conflicts)
+        section = section.rstrip() + (f"\n\n{said}\n" if said else "\n")
+    node.answer = node.answer.rstrip() + "\n\n" + section
 
 
 async def _reconcile(ctx: RunContext, calls: ModelCalls, node: Node, conflicts: list[Conflict]) -> str:

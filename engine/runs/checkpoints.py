@@ -126,7 +126,7 @@ class Checkpoint:
 
     run_id: str
     node_id: str
-    kind: str  # "retrieval": tier C of the recovery ladder
+    kind: str  # "retrieval": tier C of the recovery ladder; "review": asked for; "conflict": sources disagree
     task: str
     reason: str  # why the engine cannot go on alone
     impact: str  # why this node matters
@@ -153,15 +153,16 @@ class Checkpoint:
         return cls(**known, decision=Decision.from_dict(decision) if decision else None)
 
     def commands(self) -> list[str]:
-        """The CLI commands that answer it."""
+        """The CLI commands that answer it (those of its options)."""
         base = f"shad checkpoint {self.run_id} {self.node_id}"
-        return [
-            f"{base} --approve",
-            f'{base} --hint "..."',
-            f'{base} --edit "Folder/Note"',
-            f"{base} --skip",
-            f"{base} --stop",
-        ]
+        flags = {
+            "approve": "--approve",
+            "hint": '--hint "..."',
+            "edit": '--edit "Folder/Note"',
+            "skip": "--skip",
+            "stop": "--stop",
+        }
+        return [f"{base} {flags[a]}" for a in ACTIONS if a in self.options]
 
 
 # Answers a checkpoint under the "ask" policy (the terminal prompt, a widget); None leaves the node waiting.
@@ -176,17 +177,23 @@ def preview(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- the history side ------------------------------------------------------------------------------
 
 
+def _rel(node_id: str, kind: str = "") -> str:
+    """A node's checkpoint file; a conflict checkpoint (the root's answer) has its own beside it."""
+    return f"{FOLDER}/{node_id}{'.conflict' if kind == 'conflict' else ''}.json"
+
+
 def save(history: History, checkpoint: Checkpoint, retrieval: dict[str, Any] | None = None) -> None:
     """Write the checkpoint; the retrieval it judged is kept beside it (written once, never lost)."""
-    rel = f"{FOLDER}/{checkpoint.node_id}.json"
+    rel = _rel(checkpoint.node_id, checkpoint.kind)
     if retrieval is None and (history.dir / rel).exists():
         retrieval = history.read_json(rel).get("retrieval")
     history.write_json(rel, {**checkpoint.to_dict(), "retrieval": retrieval})
 
 
-def load(history: History, node_id: str) -> tuple[Checkpoint, dict[str, Any] | None] | None:
-    """The checkpoint of ``node_id`` and the retrieval it judged, or None."""
-    rel = f"{FOLDER}/{node_id}.json"
+def load(history: History, node_id: str, kind: str = "") -> tuple[Checkpoint, dict[str, Any] | None] | None:
+    """The checkpoint of ``node_id`` (its ``conflict`` one with that ``kind``) and the retrieval it
+    judged, or None."""
+    rel = _rel(node_id, kind)
     if not (history.dir / rel).exists():
         return None
     data = history.read_json(rel)
@@ -197,7 +204,10 @@ def load_all(history: History) -> list[Checkpoint]:
     folder = history.dir / FOLDER
     if not folder.is_dir():
         return []
-    found = [load(history, p.stem) for p in sorted(folder.glob("*.json"))]
+    found = [
+        load(history, p.stem.removesuffix(".conflict"), "conflict" if p.stem.endswith(".conflict") else "")
+        for p in sorted(folder.glob("*.json"))
+    ]
     return sorted((c for c, _ in filter(None, found)), key=lambda c: c.created)
 
 
@@ -257,11 +267,18 @@ def decide(run_id: str, node_id: str | None, action: str, text: str = "") -> Che
             )
         node_id = pending[0].node_id
     found = load(history, node_id)
+    if found is None or not found[0].pending:  # the node's conflict checkpoint, if that one waits
+        found = load(history, node_id, "conflict") or found
     if found is None or not found[0].pending:
         names = ", ".join(c.node_id for c in pending) or "none"
         state = "already decided" if found is not None else "not waiting for a decision"
         raise UsageError(f"node {node_id!r} of run {run_id} is {state}", hint=f"pending: {names}")
     checkpoint = found[0]
+    if action not in checkpoint.options:
+        raise UsageError(
+            f"a {checkpoint.kind} checkpoint cannot be answered with {action!r}",
+            hint=f"answer with one of: {', '.join(checkpoint.options)}",
+        )
     text = text.strip()
     if action == "hint" and not text:
         raise UsageError("a hint needs its text", hint='e.g. --hint "look in the Roasting notes"')
