@@ -44,7 +44,8 @@ def reference(root: Path) -> LinkGraph:
 
 def summary(g: LinkGraph) -> dict[str, Any]:
     edges = {
-        (a, b): (d["kind"], d["count"], sorted(d.get("relations", ()))) for a, b, d in g.graph.edges(data=True)
+        (a, b): (d["kind"], d["count"], sorted(d.get("relations", ())))
+        for a, b, d in g.graph.edges(data=True)
     }
     return {
         "nodes": sorted(g.graph.nodes),
@@ -179,7 +180,7 @@ def test_random_changes_end_as_a_fresh_build_would(make_vault: MakeVault, tmp_pa
         if action == "add" or len(existing) < 2:
             path = root / f"{rng.choice(folders)}{rng.choice(names)}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
-            links = " ".join(f"[[{rng.choice(names + ['Nick', 'X/Y/Delta'])}]]" for _ in range(3))
+            links = " ".join(f"[[{rng.choice([*names, 'Nick', 'X/Y/Delta'])}]]" for _ in range(3))
             path.write_text(f"{links}\n")
         else:
             victim = root / rng.choice([p for p in existing if p != "Start.md"] or existing)

@@ -17,6 +17,7 @@ import pytest
 from engine import Vault
 from engine.vault import _index
 from engine.vault._index import VaultIndex
+from engine.vault._parse import parse_for_index
 from engine.vault._refresh import MARGIN
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -139,13 +140,12 @@ def test_random_changes_end_as_a_first_build_would(vault: Path, tmp_path: Path) 
 def _build(root: str, home: str, barrier: Any, results: Any) -> None:
     os.environ["SHAD_HOME"] = home
     parsed = []
-    real = _index.parse_for_index
 
     def counting(path: str, raw: bytes, **kw: Any) -> Any:  # how many notes this process parsed
         parsed.append(path)
-        return real(path, raw, **kw)
+        return parse_for_index(path, raw, **kw)
 
-    _index.parse_for_index = counting  # type: ignore[assignment]
+    pytest.MonkeyPatch().setattr(_index, "parse_for_index", counting)  # this process only, which ends
     barrier.wait()
     stats = Vault(root).refresh()
     results.put((len(parsed), stats.added, stats.updated, stats.unchanged))
