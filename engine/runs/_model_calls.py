@@ -34,6 +34,7 @@ class ModelCalls:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.in_flight = InFlight()  # one ModelCalls per run: every call of the run reserves here
+        self.charged = 0  # tokens this process charged the run's ledger (only it charges this budget)
 
     def tokens_spent(self) -> int:
         """Tokens the run has spent in all its sessions (the nodes' own count when the store is gone)."""
@@ -50,7 +51,10 @@ class ModelCalls:
             raise BudgetExhausted(state.stop_reason, hint="resume with a larger budget")
         keep = 0 if synthesis else state.envelopes.get("root", Envelope(0, 0)).reserve
         shape = CallCost.of(estimate_prompt(request.system, request.prompt), request.expect_json)
-        self._fit(shape, ctx.ledger.remaining(ctx.run_id) - keep)  # refused before it waits for a slot
+        # One ledger read a call: what it says, less what this process charged since (the same numbers
+        # as reading again, as only this process spends this run's budget; a read can take a millisecond).
+        read = (ctx.ledger.remaining(ctx.run_id) - keep, self.charged)
+        self._fit(shape, read[0])  # refused before it waits for a slot
         self.check_clock(raise_=not synthesis)
         # The node's envelope caps what it may ask for, so one child cannot starve its siblings.
         envelope = state.envelopes.get(node.id)
@@ -61,7 +65,7 @@ class ModelCalls:
             request.on_text = self._streamer(node.id)  # the report's answer streams to a watching notebook
         async with ctx.llm.slot():
             # Reserved inside the slot: a call never waits for room while holding a reservation.
-            held = await self._reserve(request, shape, wanted, keep, synthesis)
+            held = await self._reserve(request, shape, wanted, read, synthesis)
             try:
                 response = await ctx.provider.complete(request)
             except ProviderError as exc:
@@ -111,7 +115,7 @@ class ModelCalls:
         return fits
 
     async def _reserve(
-        self, request: LLMRequest, cost: CallCost, wanted: int, keep: int, synthesis: bool
+        self, request: LLMRequest, cost: CallCost, wanted: int, read: tuple[int, int], synthesis: bool
     ) -> int:
         """Hold the call's worst case against what is left beside the calls in flight, ``max_tokens``
         shrunk to fit what is left at all; while calls in flight hold the room it needs, wait for one to
@@ -120,7 +124,7 @@ class ModelCalls:
         while True:
             if ctx.state.stop_reason and not synthesis:
                 raise BudgetExhausted(ctx.state.stop_reason, hint="resume with a larger budget")
-            left = ctx.ledger.remaining(ctx.run_id) - keep
+            left = read[0] - (self.charged - read[1])
             max_tokens = min(wanted, self._fit(cost, left))
             worst = cost.at(max_tokens)
             if self.in_flight.held + worst <= left:
@@ -134,6 +138,7 @@ class ModelCalls:
         its reservation (the run's summary and report say so if the run ends over its budget)."""
         try:
             self.ctx.ledger.charge(self.ctx.run_id, tokens)
+            self.charged += max(0, tokens)
         finally:
             self.in_flight.release(held)
         if tokens > held:
