@@ -24,7 +24,7 @@ from engine.retrieval import (
 )
 from engine.vault import VaultSet, parse_note
 
-SIGNALS = {"keyword_overlap", "coverage", "diversity", "boilerplate", "num_items", "total_chars"}
+SIGNALS = {"best", "keyword_overlap", "coverage", "diversity", "boilerplate", "num_items", "total_chars"}
 REPORT_WORD = "quorblefrotz"
 FAKE_REPORT = f"""---
 type: report
@@ -364,3 +364,40 @@ def test_a_note_linked_from_a_hit_joins_the_context_when_it_holds_what_is_missin
 def test_no_linked_notes_when_the_context_already_covers_the_task(demo: VaultSet) -> None:
     result = _retrieve(demo, "first crack")
     assert "notes linked with the best hits" not in result.queries
+
+
+# --- the score weighs what the best single passage holds ---------------------------------------------------
+
+
+def test_passages_that_each_hold_one_word_of_the_task_are_weak_over_the_demo_vault(demo: VaultSet) -> None:
+    """ "Japanese tea ceremony": a "Japanese barista" and a "black tea" passage are not an answer (the lax
+    score gave 0.75); a plain lookup stays strong. Weak is below the recovery ladder's threshold."""
+    from engine.retrieval._codemode import RecoveryPolicy
+
+    absent = _retrieve(demo, "Japanese tea ceremony")
+    assert absent.context  # something was found: the score, not an empty result, must say it is weak
+    assert absent.retrieval_score < RecoveryPolicy.low_score
+    assert absent.signals["best"] < 0.5
+    lookup = _retrieve(demo, "How long should roasted beans rest?")
+    assert lookup.retrieval_score >= 0.8 and lookup.signals["best"] == 1.0
+
+
+def test_a_word_counts_by_its_stem_never_by_a_longer_word_it_begins() -> None:
+    task = "tea ceremonies"
+    teach = [_item("A.md", "Baristas teach ceremony etiquette to every new hire at the roastery, weekly.")]
+    tea = [_item("A.md", "A tea ceremony is an etiquette of preparing and serving tea to guests, slowly.")]
+    assert 0.0 < retrieval_score(task, teach)[1]["best"] < 0.5  # "ceremony" only: "tea" is missing
+    assert retrieval_score(task, tea)[1]["best"] == 1.0
+
+
+def test_a_rare_word_weighs_more_than_one_every_passage_holds() -> None:
+    task = "coffee cerrado"
+    passages = [
+        _item("A.md", "Coffee from Brazil, roasted medium for espresso, is a common house blend choice."),
+        _item("B.md", "Coffee brewing ratios for filter and espresso differ by method and by taste."),
+        _item("C.md", "Cerrado coffee is grown on high plateaus in Minas Gerais with mechanised harvests."),
+    ]
+    _, signals = retrieval_score(task, passages[:2])  # "cerrado" nowhere: most of the weight is missing
+    assert signals["best"] < 0.3
+    _, signals = retrieval_score(task, passages)
+    assert signals["best"] == 1.0 and signals["coverage"] < 0.7

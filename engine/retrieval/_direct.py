@@ -9,11 +9,13 @@ itself (``retrieval_score``), independent of anything a script claims.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
+from ..strategies import split_clauses
 from ..text import parse_query, stem
 from ..vault import Hit, Note, VaultSet
 from .citations import make_citation
@@ -28,6 +30,7 @@ __all__ = [
     "section",
 ]
 
+_WORDS = re.compile(r"\w+", re.U)
 SECTION_CHARS = 1200
 LINKED_ITEMS = 2  # sections of notes linked with the best hits that may take the place of the last hits
 LINKED_FROM = 3  # the best hits whose links are followed
@@ -119,29 +122,71 @@ def merge_context(first: list[ContextItem], second: list[ContextItem]) -> list[C
     return first + [c for c in second if (c.vault, c.path, c.heading) not in seen]
 
 
+# Words of a plan's stage wording ("Gather the evidence on: ...", "Frame the question and the criteria"):
+# what to do with the passages, not what they must hold.
+INSTRUCTION_WORDS = frozenset(
+    {
+        stem(w)
+        for w in "frame question questions criteria criterion answer answering gather evidence analyse "
+        "analyze analysis compare comparison summarize summarise summary overview subtask goal define key "
+        "terms scope clarify identify".split()
+    }
+)
+
+
 def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[str, Any]]:
-    """How well the context covers the task, in [0, 1]: keyword overlap, coverage of items, diversity of
-    notes, minus a penalty for boilerplate (near-empty or repeated passages)."""
-    words = {stem(w) for w in parse_query(task).words()}
+    """How well the context covers the task, in [0, 1].
+
+    Each of the task's words weighs by how rare it is among the passages (a word every passage holds
+    says little; a word none holds weighs most). The score rests on the share of that weight the best
+    single passage holds (``best``; for a task of several questions, each question's best passage),
+    then on the share held anywhere (``keyword_overlap``), the passages' mean share (``coverage``) and
+    distinct notes (``diversity``), minus a penalty for boilerplate (near-empty or repeated passages).
+    Passages that each hold one different word of the task no longer look like an answer: "Japanese
+    tea ceremony" over a coffee vault, from a "Japanese barista" and a "black tea" passage, is weak."""
+    words = {stem(w) for w in parse_query(task).words()} - INSTRUCTION_WORDS
     if not items or not words:
-        return 0.0, {"keyword_overlap": 0.0, "coverage": 0.0, "diversity": 0.0, "boilerplate": 0.0}
+        signals = {"keyword_overlap": 0.0, "coverage": 0.0, "diversity": 0.0, "boilerplate": 0.0, "best": 0.0}
+        return 0.0, signals
     texts = [c.text.lower() for c in items]
-    found = {w for w in words if any(re.search(r"\b" + re.escape(w), t) for t in texts)}
-    overlap = len(found) / len(words)
-    coverage = sum(1 for t in texts if any(re.search(r"\b" + re.escape(w), t) for w in words)) / len(items)
-    diversity = len({(c.vault, c.path) for c in items}) / len(items)
-    boilerplate = sum(1 for t in texts if len(t) < 80) / len(items)
-    boilerplate += (len(texts) - len(set(texts))) / len(items)
-    score = 0.5 * overlap + 0.25 * coverage + 0.25 * diversity - 0.3 * min(1.0, boilerplate)
+    # Whole words by stem ("ceremonies" holds "ceremony"), not any word a stem begins ("teach" is no "tea").
+    held = [words & {stem(w) for w in _WORDS.findall(t)} for t in texts]
+    n = len(items)
+    weight = {w: math.log(1 + (n + 1) / (sum(w in h for h in held) + 0.5)) for w in words}
+    total = sum(weight.values())
+    shares = [sum(weight[w] for w in h) / total for h in held]
+    best, overlap = _per_ask(task, held, weight)
+    coverage = sum(shares) / n
+    diversity = len({(c.vault, c.path) for c in items}) / n
+    boilerplate = sum(1 for t in texts if len(t) < 80) / n
+    boilerplate += (len(texts) - len(set(texts))) / n
+    score = 0.45 * best + 0.25 * overlap + 0.2 * coverage + 0.1 * diversity - 0.3 * min(1.0, boilerplate)
     signals = {
+        "best": round(best, 3),
         "keyword_overlap": round(overlap, 3),
         "coverage": round(coverage, 3),
         "diversity": round(diversity, 3),
         "boilerplate": round(boilerplate, 3),
-        "num_items": len(items),
+        "num_items": n,
         "total_chars": sum(len(t) for t in texts),
     }
     return round(max(0.0, min(1.0, score)), 3), signals
+
+
+def _per_ask(task: str, held: list[set[str]], weight: dict[str, float]) -> tuple[float, float]:
+    """For each of the task's questions, the weighted share of its words its best passage holds and the
+    share any passage holds; each averaged over the questions. One passage need not answer two
+    questions, but each question needs one that answers it: a task with one question answered and one
+    the vault does not hold sits near the weak threshold (the coverage check names the missing one)."""
+    asks = [{stem(w) for w in parse_query(c).words()} & set(weight) for c, _ in split_clauses(task)]
+    asks = [a for a in asks if a] or [set(weight)]
+    anywhere = set().union(*held)
+
+    def share(words: set[str], ask: set[str]) -> float:
+        return sum(weight[w] for w in words & ask) / sum(weight[w] for w in ask)
+
+    best = sum(max(share(h, a) for h in held) for a in asks) / len(asks)
+    return best, sum(share(anywhere, a) for a in asks) / len(asks)
 
 
 def _missing_words(task: str, items: list[ContextItem]) -> list[str]:
