@@ -455,6 +455,37 @@ def test_fake_server_run_succeeds_with_the_models_plan(vault: Path, server: Fake
     assert_no_key_anywhere(r)
 
 
+def test_a_models_synthesis_prompt_heads_each_subtask_with_its_own_words(
+    vault: Path, server: FakeLLMServer
+) -> None:
+    # Subtasks that repeat the goal, as models (and the skeleton plans) often write them.
+    asks = {"rest": "Find how long roasted beans rest for", "grind": "Define the key terms and scope of:"}
+    nodes = [{"id": k, "task": f"{v} {TWO_PART}", "stage": "gather_evidence"} for k, v in asks.items()]
+
+    def model(body: dict[str, Any]) -> str:
+        prompt = prompt_of(body)
+        return json.dumps({"nodes": nodes}) if "Reply with JSON only" in prompt else well_behaved(prompt)
+
+    server.set_reply(model)
+    r = live(vault)
+    assert r.status is RunStatus.SUCCESS
+    prompts = [prompt_of(s.body or {}) for s in server.posts]
+    synthesis = next(p for p in prompts if "Answers of the subtasks" in p)
+    headings = re.findall(r"^## (.*)$", synthesis, re.M)
+    # The strategy's own stages repeat the goal too ("Analyse the evidence on: <goal>").
+    expected = {
+        "frame_question": "Frame the question and the criteria for answering",
+        "rest": "Find how long roasted beans rest",
+        "grind": "Define the key terms and scope",
+        "analyze": "Analyse the evidence",
+    }
+    children = [n.id for n in r.dag.children("root") if n.answer]
+    assert {"rest", "grind"} <= set(children)
+    assert headings == [expected[c] for c in children]
+    assert not any(TWO_PART in h for h in headings)  # the goal is said at the top, not above each section
+    assert "subtask's words" in synthesis  # and the model is asked to keep those headings
+
+
 SCRIPT = """
 hits = obsidian.search(TASK, limit=5)
 context = []

@@ -31,6 +31,7 @@ from ..llm import LLMRequest, Tier
 from ..prompts import render
 from ..retrieval import RetrievalResult, Retriever
 from ..store import StoreUnavailableError
+from ..text import section_heading
 from ._cache_steps import CacheSteps
 from ._context import RunContext, failure
 from ._curating import garden, learn
@@ -272,8 +273,17 @@ class Orchestrator:
         children = [c for c in ctx.run.dag.children(node.id) if usable(c) and c.answer]
         if not children:
             raise ShadError("every subtask failed or was pruned: nothing to synthesize")
+        goal = ctx.config.goal
+        # A section's heading is the subtask's own words: a task that repeats the goal ("Define the key
+        # terms and scope of: <goal>") would make a model repeat the goal above every section.
         items = [
-            {"node_id": c.id, "task": c.task, "answer": c.answer, "citations": c.citations}
+            {
+                "node_id": c.id,
+                "task": c.task,
+                "heading": section_heading(c.task, goal, c.id),
+                "answer": c.answer,
+                "citations": c.citations,
+            }
             | ({"weak": c.diagnostic.get("reason", "")} if c.diagnostic else {})
             for c in children
         ]
@@ -283,9 +293,8 @@ class Orchestrator:
         node.cache_key = self.cache.key(node, "synthesize", tier, {"children": items})
         if await self.cache.answer_from_cache(node):
             return True
-        goal = ctx.config.goal
         text = "\n\n".join(
-            f"## {c['task']}"
+            f"## {c['heading']}"
             + (" (weak evidence: its retrieval stayed weak)" if c.get("weak") else "")
             + f"\n{c['answer']}"
             for c in items
