@@ -122,6 +122,30 @@ def test_a_second_pass_runs_nothing_again(shad: Any, vault: Path) -> None:
     assert runs_in(vault) == history and {p: p.read_bytes() for p in (vault / "Tasks").iterdir()} == before
 
 
+def test_every_status_change_of_a_task_note_is_in_the_audit_log(shad: Any, vault: Path) -> None:
+    from engine.curation import audit_log, audit_path
+
+    rest = add(vault, "Tasks/Rest.md", REST)
+    add(vault, "Tasks/Budget.md", BAD_BUDGET)
+    r = shad("watch", str(vault), "--once", "--provider", "offline", "--json")
+    runs = {row["task"]: row["run_id"] for row in map(__import__("json").loads, r.out.splitlines())}
+    tasks = [rec for rec in audit_log() if rec["path"].startswith("Tasks/")]
+    assert [(rec["path"], rec["why"]) for rec in tasks] == [
+        ("Tasks/Budget.md", f"shad watch: task pending -> processing (run {runs['Tasks/Budget.md']})"),
+        ("Tasks/Budget.md", f"shad watch: task processing -> failed (run {runs['Tasks/Budget.md']})"),
+        ("Tasks/Rest.md", f"shad watch: task pending -> processing (run {runs['Tasks/Rest.md']})"),
+        ("Tasks/Rest.md", f"shad watch: task processing -> complete (run {runs['Tasks/Rest.md']}, SUCCESS)"),
+    ]
+    last = tasks[-1]
+    assert last["type"] == "NOTE_WRITTEN" and last["action"] == "updated" and last["role"] == "root"
+    assert last["vault"] == str(vault.resolve()) and last["bytes"] == rest.stat().st_size
+    assert last["hash"] == __import__("hashlib").sha256(rest.read_bytes()).hexdigest()
+    logged = audit_path().read_text(encoding="utf-8")  # what changed, never the note's text
+    assert "roasted beans rest" not in logged and "leaves nothing to work with" not in logged
+    listed = shad("approvals", "audit")
+    assert listed.code == 0 and listed.out.count("updated Tasks/Rest.md") == 2
+
+
 def test_nothing_shad_wrote_and_nothing_started_is_picked_up(shad: Any, vault: Path) -> None:
     pending = "---\ntype: task\nstatus: pending\n{extra}---\nHow long should roasted beans rest?\n"
     notes = [

@@ -24,7 +24,7 @@ from ._approvals import (
     request_frontmatter,
     request_publish,
 )
-from ._audit import audit_log, audit_path
+from ._audit import audit_log, audit_path, logged
 from ._enrich import EnrichResult, enrich, enrich_folder
 from ._garden import TypeProposal, infer_type, propose_types
 from ._git import GitError
@@ -82,6 +82,7 @@ __all__ = [
     "infer_type",
     "ingest",
     "learnings",
+    "logged",
     "pending_approvals",
     "plan_ingest",
     "promote_learning",

@@ -15,22 +15,27 @@ Invalid per-task options (``max_tokens: 10``), an empty goal, a provider that fa
 the reason. A note edited while its run was going is left as it is (``outcome: conflict``; still
 ``processing`` with its ``run_id``, so never started again). After each task, each webhook gets the
 outcome (``task.completed`` or ``task.failed``).
+
+Every change of a task note is a ``NOTE_WRITTEN`` record in the audit log (``shad approvals audit``):
+the watcher writes outside any run, so its writes are not a run's events. A record says which status
+change it was and for which run; never the note's text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import Budgets, RunConfig
+from ..curation import logged
 from ..errors import ShadError
 from ..runs import Run, RunStatus, start_run
 from ..store.history import new_run_id, scrub
-from ..vault import StateCorruptionError, Vault, VaultWriter
+from ..vault import NoteWrite, StateCorruptionError, Vault, VaultWriter
 from ._tasks import Skipped, TaskNote, find_tasks
 from ._webhooks import Delivery, WebhookTarget, deliver
 
@@ -150,9 +155,10 @@ class Watcher:
         """Claim, run and mark one task; ``None`` when it could not be claimed (changed since read)."""
         run_id = new_run_id()
         try:
-            claimed = self.writer.update_frontmatter(
+            claimed = self._write(
                 task.path,
                 {"status": "processing", "run_id": run_id, "started_at": _now()},
+                f"task pending -> processing (run {run_id})",
                 expected_hash=task.hash,
             )
         except ShadError as exc:  # changed or gone since the scan: the next pass reads it again
@@ -248,7 +254,10 @@ class Watcher:
             changes.update(error=outcome.error, failed_at=_now())
             remove = ["completed_at"] + ([] if link else ["report"])
         try:
-            self.writer.update_frontmatter(outcome.path, changes, remove=remove, expected_hash=expected_hash)
+            why = f"task processing -> {outcome.outcome} (run {outcome.run_id}" + (
+                f", {outcome.run_status})" if outcome.run_status else ")"
+            )
+            self._write(outcome.path, changes, why, remove=remove, expected_hash=expected_hash)
         except StateCorruptionError:
             outcome.outcome = "conflict"
             note = "the task note was edited while its run was going; it was left as it is"
@@ -256,6 +265,13 @@ class Watcher:
         except ShadError as exc:  # deleted, unparsable frontmatter, ...: reported, never fatal
             outcome.outcome = "conflict"
             outcome.error = _one_line(f"the task note could not be marked: {exc}")
+
+    def _write(
+        self, path: str, changes: dict[str, Any], why: str, *, remove: Iterable[str] = (), expected_hash: str
+    ) -> NoteWrite:
+        """Change a task note's frontmatter; the write goes to the audit log with ``why`` (P7)."""
+        self.writer.on_write = logged(self.root, f"{ACTOR}: {why}", "root")
+        return self.writer.update_frontmatter(path, changes, remove=remove, expected_hash=expected_hash)
 
     def _notify(self, outcome: TaskOutcome) -> None:
         payload = outcome.payload(self.vault.id)
