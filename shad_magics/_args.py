@@ -299,6 +299,7 @@ def _sub_parsers() -> dict[str, _Parser]:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--max-depth", type=int)
     p.add_argument("--replay", metavar="NODE|subtree:NODE|stale")
+    p.add_argument("--hint", metavar="TEXT", help="One more retrieval round for nodes whose retries ran out.")
     _resume_options(p)
     p = new("checkpoint")
     p.add_argument("run_id")

@@ -13,12 +13,23 @@ from typing import Any
 from traitlets import TraitError
 
 from engine import Run, VaultSet
-from engine.runs.dag import Dag, Node
+from engine.runs.dag import Dag, Node, NodeStatus
 
 from ._errors import ShadUsageError
 from ._reprs import metrics_frame, metrics_html, search_frame
 
-__all__ = ["Analysis", "Info", "analyze", "export", "providers", "runs", "search", "status", "trace"]
+__all__ = [
+    "Analysis",
+    "Info",
+    "analyze",
+    "check_resume_hint",
+    "export",
+    "providers",
+    "runs",
+    "search",
+    "status",
+    "trace",
+]
 
 
 class Info:
@@ -117,6 +128,18 @@ def trace(run_id: str, node_id: str | None = None) -> Info:
     if node.error:
         lines += ["", f"**Error:** {node.error.get('error_class')}: {_md(node.error.get('message'))}"]
     return Info("\n".join(lines), node.to_dict())
+
+
+def check_resume_hint(run: Run, hint: str | None) -> str:
+    """The hint of ``%shad resume RUN --hint TEXT`` (stripped; "" for none). It steers the nodes whose
+    retries ran out, so a run without one is refused before anything starts (as ``shad resume --hint``)."""
+    text = (hint or "").strip()
+    if text and not any(n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC for n in run.dag):
+        raise ShadUsageError(
+            f"run {run.id} has no node whose retries ran out: --hint is for those",
+            hint=f"to steer a node waiting at a checkpoint: %shad checkpoint {run.id} NODE --hint TEXT",
+        )
+    return text
 
 
 def export(run_id: str, output: str, overwrite: bool = False) -> Info:

@@ -326,6 +326,9 @@ class ShadMagics(Magics):
         for name in ("max_tokens", "max_depth", "replay"):  # only when given: older engines lack them
             if getattr(ns, name) is not None:
                 kwargs[name] = getattr(ns, name)
+        hint = _lines.check_resume_hint(previous, ns.hint)  # refused here, also under --background
+        if hint:
+            kwargs["hint"] = hint
         return self._resume(previous, kwargs, ns)
 
     def _resume(self, previous: Run, kwargs: dict[str, Any], ns: Any) -> Any:

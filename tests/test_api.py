@@ -29,6 +29,8 @@ pytestmark = pytest.mark.usefixtures("shad_home")
 TOKEN = "test-api-token-7f3a9c0e-not-a-key"
 SIMPLE = "How long should I rest beans after roasting, and why?"
 TWO_PART = "How long should roasted beans rest? What grind size suits a French press?"
+# Nothing in the demo vault is about this: every rung of the retrieval ladder stays weak.
+WEAK = "What is the history of quantum chromodynamics lattice gauge theory?"
 DONE = ("SUCCESS", "PARTIAL", "FAILED", "NEEDS_HUMAN", "FAILED_WITH_DIAGNOSTIC")
 
 
@@ -253,6 +255,36 @@ def test_a_cancelled_run_is_partial_and_resumes_through_the_api(
             assert wait_done(api, run_id)["status"] == "SUCCESS"
             kinds = [json.loads(x)["type"] for x in _history(api, run_id).splitlines()]
             assert "RUN_RESUMED" in kinds or kinds.count("RUN_STARTED") == 2
+
+
+def test_a_hint_on_resume_steers_the_nodes_whose_retries_ran_out(api: httpx.Client) -> None:
+    from engine.runs import Run
+    from engine.runs.dag import NodeStatus
+
+    # Nothing in the demo vault (a coffee vault) is about this: the retrieval ladder runs out.
+    weak = api.post("/v1/run", json={"goal": WEAK, "provider": "offline"}).json()["run_id"]
+    assert wait_done(api, weak)["status"] == "PARTIAL"
+    first = Run.load(weak)
+    mode = next(e for e in first.events if e["type"] == "RETRIEVAL_MODE")
+    if mode["mode"] != "codemode":  # the ladder needs the sandbox: without one there is no retry
+        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")
+    assert first.dag.root().status is NodeStatus.FAILED_WITH_DIAGNOSTIC
+    resumed = api.post(f"/v1/run/{weak}/resume", json={"hint": "Wilson lattice quantum chromodynamics"})
+    assert resumed.status_code == 202 and resumed.json()["run_id"] == weak
+    assert wait_done(api, weak)["status"] == "PARTIAL"  # still nothing on it in the vault
+    root = Run.load(weak).dag.root()
+    rungs = [a["rung"] for a in root.retrieval["signals"]["ladder"]]
+    assert rungs[-1] == "hint 'Wilson lattice quantum chromodynamics'"  # one more rung: the hint
+
+    # A run with no such node: refused in one line, as `shad resume --hint` is, and nothing runs.
+    strong = api.post("/v1/run", json={"goal": SIMPLE, "provider": "offline"}).json()["run_id"]
+    assert wait_done(api, strong)["status"] == "SUCCESS"
+    before = _history(api, strong)
+    error = assert_error(api.post(f"/v1/run/{strong}/resume", json={"hint": "roasting"}), 409)
+    assert error["type"] == "Conflict" and "no node whose retries ran out" in error["message"]
+    assert "\n" not in error["message"] and "/v1/hitl" in error["hint"]
+    assert _history(api, strong) == before and api.get(f"/v1/run/{strong}").json()["status"] == "SUCCESS"
+    assert_error(api.post(f"/v1/run/{strong}/resume", json={"hint": "x" * 2001}), 422)
 
 
 def _history(api: httpx.Client, run_id: str) -> str:

@@ -463,6 +463,43 @@ def test_run_history_subcommands(shell: InteractiveShell, tmp_path: Path) -> Non
     assert unknown.error_in_exec._render_traceback_()[0].startswith("RunNotFoundError")  # type: ignore[union-attr]
 
 
+def test_resume_with_a_hint_steers_the_nodes_whose_retries_ran_out(shell: InteractiveShell) -> None:
+    from engine.runs.dag import NodeStatus
+
+    # Nothing in the demo vault (a coffee vault) is about this: the retrieval ladder runs out.
+    with pytest.warns(ShadPartialWarning):
+        weak = ok(
+            cell(
+                shell,
+                "run --no-widget",
+                "What is the history of quantum chromodynamics lattice gauge theory?",
+            )
+        )
+    mode = next(e for e in weak.run.events if e["type"] == "RETRIEVAL_MODE")
+    if mode["mode"] != "codemode":  # the ladder needs the sandbox: without one there is no retry
+        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")
+    assert weak.run.dag.root().status is NodeStatus.FAILED_WITH_DIAGNOSTIC
+    with pytest.warns(ShadPartialWarning):  # still nothing on it in the vault
+        again = ok(
+            shell.run_cell(f'%shad resume {weak.run_id} --hint "Wilson lattice chromodynamics" --no-widget')
+        )
+    assert again.run_id == weak.run_id
+    rungs = [a["rung"] for a in Run.load(weak.run_id).dag.root().retrieval["signals"]["ladder"]]
+    assert rungs[-1] == "hint 'Wilson lattice chromodynamics'"  # one more rung: the hint
+
+    # A run with no such node: one line, as `shad resume --hint` says it, and nothing runs.
+    strong = ok(cell(shell, "run --no-widget"))
+    assert strong.status.value == "SUCCESS"
+    refused = shell.run_cell(f"%shad resume {strong.run_id} --hint roasting --background")
+    error = refused.error_in_exec
+    assert isinstance(error, ShadUsageError) and "no node whose retries ran out" in error.message
+    assert error._render_traceback_() == [
+        f"ShadUsageError: run {strong.run_id} has no node whose retries ran out: --hint is for those",
+        f"hint: to steer a node waiting at a checkpoint: %shad checkpoint {strong.run_id} NODE --hint TEXT",
+    ]
+    assert not [e for e in Run.load(strong.run_id).events if e["type"] == "RUN_RESUMED"]
+
+
 def test_providers(shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch) -> None:
     frame = shell.run_line_magic("shad", "providers")
     assert list(frame.columns) == ["name", "configured", "default", "how"]

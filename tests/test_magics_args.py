@@ -124,6 +124,8 @@ def test_checkpoint_subcommand() -> None:
         "pause",
     )
     assert parse_subcommand("resume R --checkpoints fail")[1].checkpoints == "fail"
+    assert parse_subcommand('resume R --hint "look in Physics/"')[1].hint == "look in Physics/"
+    assert parse_subcommand("resume R")[1].hint is None
 
 
 @pytest.mark.parametrize(

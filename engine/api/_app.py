@@ -19,6 +19,7 @@ from .._version import __version__
 from ..curation import AlreadyDecidedError
 from ..errors import ShadError
 from ..runs import Run
+from ..runs.dag import NodeStatus
 from ..store.history import RunNotFoundError, list_runs
 from . import _hitl
 from ._models import DecideRequest, ResumeRequest, RunRequest, resume_options, run_config
@@ -119,10 +120,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post("/v1/run/{run_id}/resume", status_code=202, tags=["runs"])
     async def resume(run_id: str, request: Request, body: ResumeRequest | None = None) -> Response:
-        """Continue a stopped run in its own history (budget options as `shad resume`)."""
+        """Continue a stopped run in its own history (the options of `shad resume`; `hint` steers the
+        nodes whose retries ran out). 409 when a hint has no such node to steer."""
         run = run_of(run_id)
         assert run.config is not None
         options = resume_options(body or ResumeRequest(), run.config.budgets.max_tokens)
+        if options["hint"] and not any(n.status is NodeStatus.FAILED_WITH_DIAGNOSTIC for n in run.dag):
+            # Refused here, not in the run's task: the client hears it, and nothing starts.
+            raise ApiError(
+                409,
+                "Conflict",
+                f"run {run.id} has no node whose retries ran out: hint is for those",
+                hint="to steer a node waiting at a checkpoint: POST /v1/hitl/{id}/decide with action hint "
+                "(GET /v1/hitl/queue)",
+            )
         return accepted(request, manager.resume(run.id, **options))
 
     @app.get("/v1/runs", tags=["runs"])

@@ -60,13 +60,19 @@ class RunRequest(_Body):
 
 
 class ResumeRequest(_Body):
-    """``POST /v1/run/{id}/resume``: the budget options of ``shad resume``."""
+    """``POST /v1/run/{id}/resume``: the options of ``shad resume``."""
 
     budget: str | None = Field(default=None, max_length=32, description="+N tokens, or +P% of the budget")
     max_tokens: int | None = Field(default=None, ge=1000, le=10**9)
     max_depth: int | None = Field(default=None, ge=1, le=10)
     replay: str | None = Field(default=None, max_length=200, description="NODE, subtree:NODE or stale")
     checkpoints: Policy | None = None
+    hint: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="for nodes whose retries ran out (FAILED_WITH_DIAGNOSTIC): one more retrieval round "
+        "with this hint (`shad resume --hint`)",
+    )
 
 
 class DecideRequest(_Body):
@@ -162,4 +168,5 @@ def resume_options(body: ResumeRequest, base_max_tokens: int) -> dict[str, Any]:
         "max_depth": body.max_depth,
         "replay": body.replay,
         "checkpoints": body.checkpoints,
+        "hint": (body.hint or "").strip(),
     }
