@@ -96,7 +96,8 @@ register("fan", lambda **_: Fan())
 
 def _notebook(root: Path) -> str:
     nb = nbformat.v4.new_notebook()
-    run = "%%shad run --vault vault --provider fan --strategy analysis"
+    # The 30-node run spends about 130k tokens (the offline answers): within its budget, so it ends SUCCESS.
+    run = "%%shad run --vault vault --provider fan --strategy analysis --max-tokens 200000"
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext shad_magics\n" + FAN_MODEL),
         nbformat.v4.new_code_cell(f"{run} -o big\n{GOAL}"),
