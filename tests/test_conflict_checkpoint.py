@@ -110,4 +110,11 @@ def test_only_numbers_and_yes_no_facts_are_high_impact() -> None:
     number = Conflict("rest (days)", "number", [side("3"), side("5")])
     yes_no = Conflict("end-to-end encryption", "key_value", [side("yes"), side("no")])
     words = Conflict("roast", "key_value", [side("light"), side("dark")])
-    assert high_impact([number, yes_no, words]) == [number, yes_no]
+    ratio = Conflict("brew ratio", "key_value", [side("1:15"), side("1:17")])
+    days = Conflict("rest", "key_value", [side("3-5 days"), side("7 days")])
+    links = Conflict(  # text with digits in it (a link, a name) is not a number
+        "repository",
+        "key_value",
+        [side("[github](https://github.com/a/moon2)"), side("[gh](https://x.io/b)")],
+    )
+    assert high_impact([number, yes_no, words, ratio, days, links]) == [number, yes_no, ratio, days]

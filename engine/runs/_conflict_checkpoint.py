@@ -30,6 +30,10 @@ __all__ = ["KIND", "OPTIONS", "gate", "high_impact"]
 
 KIND = "conflict"
 OPTIONS = ["approve", "hint", "stop"]  # editing notes or skipping the root means nothing here
+# A value that is a quantity ("30 days", "1:15", "~5 %"), not text with a digit in it (a link, a name).
+_NUMBER = re.compile(
+    r"^[~≈<>]?\s*\d[\d.,:]*(?:\s*(?:-|–|to)\s*\d[\d.,:]*)?(?:\s*[^\W\d_]{0,12}|\s*[%°]\w?)?$"
+)
 _YES_NO = re.compile(
     r"^(?:yes|no|true|false|on|off|enabled?|disabled?|required|optional|allowed|not allowed|supported|"
     r"not supported)$",
@@ -43,7 +47,7 @@ def high_impact(conflicts: list[Conflict]) -> list[Conflict]:
         c
         for c in conflicts
         if c.kind == "number"
-        or any(re.search(r"\d", s.value) for s in c.sides)
+        or all(_NUMBER.match(s.value.strip()) for s in c.sides)
         or all(_YES_NO.match(s.value.strip()) for s in c.sides)
     ]
 
