@@ -123,8 +123,9 @@ def test_a_subtask_with_the_same_passages_as_a_finished_sibling_is_pruned_withou
     r = go(vault, max_parallel=parallel)
     rest, again, grind = (r.dag.node(i) for i in ("rest", "rest_again", "grind"))
     pruned = [n for n in (rest, again) if n.redundant]
-    assert len(pruned) == 1, [(n.id, n.status, n.note) for n in r.dag]
-    kept = again if pruned[0] is rest else rest
+    # The later of the two in plan order is pruned, whichever finished retrieving first.
+    assert pruned == [again], [(n.id, n.status, n.note) for n in r.dag]
+    kept = rest
     assert pruned[0].status is NodeStatus.PRUNED and pruned[0].redundant_with == [kept.id]
     assert f"same passages as {kept.id}" in pruned[0].note and pruned[0].answer == ""
     assert pruned[0].llm_calls == 0 and answer_prompts(server, REST) == 1  # one answer for the one ask
@@ -175,3 +176,17 @@ def test_a_resume_keeps_a_redundant_subtask_pruned_unless_its_holder_runs_again(
         assert dag.node(pruned.id).status is NodeStatus.CREATED and dag.node(pruned.id).redundant_with == []
     finally:
         store.close()
+
+
+def test_an_identical_rerun_prunes_the_same_subtask_and_makes_no_model_call(
+    vault: Path, server: FakeLLMServer
+) -> None:
+    first = go(vault, max_parallel=4)
+    before = server.count
+    again = go(vault, max_parallel=4)
+    assert server.count == before  # every answer from the cache; the redundant one judged again
+    assert (
+        [n.id for n in again.dag if n.redundant] == [n.id for n in first.dag if n.redundant] == ["rest_again"]
+    )
+    assert again.dag.node("rest").status is NodeStatus.CACHE_HIT
+    assert again.status is RunStatus.SUCCESS and again.summary["metrics"]["pruned_redundant"] == 1

@@ -6,10 +6,13 @@ twice on one answer. The parent synthesizes the siblings that did answer.
 Only nodes of the same stage count: a stage that works on its dependency's evidence (``analyze`` after
 ``gather_evidence``) reads the same passages by design, and what it adds is its own step, not passages.
 
-Siblings run in parallel, and novelty is judged against what has finished: a sibling that retrieved
-earlier and is still answering is waited for when it alone could make this leaf redundant (earlier
-retrievals never wait for later ones, so no two leaves wait on each other). A sibling that fails leaves
-the waiting leaf to answer for itself.
+Siblings run in parallel, and novelty is judged against what has finished, in plan order: a leaf
+waits for the siblings of its stage planned before it that are running (until they have retrieved, and
+if they could hold its passages, until they have finished); a sibling planned later never makes it
+wait, so no two leaves wait on each other. So which of two same-passage siblings answers does not
+depend on timing, and an identical re-run (answered by the cache, which is judged the same way) prunes
+the same one again, without a model call. A sibling that fails leaves the waiting leaf to answer for
+itself.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from ._exhausted import usable
 from ._run import Run
-from .dag import Node
+from .dag import Node, NodeStatus
 
 __all__ = ["Novelty", "RedundantNode", "covering", "reason"]
 
@@ -78,43 +81,55 @@ def _context(node: Node) -> list[dict[str, Any]]:
 
 
 class Novelty:
-    """The order in which a run's leaves finished retrieving, and when each finished."""
+    """When each of a run's leaves has retrieved and when it finished, to judge them in plan order."""
 
     def __init__(self, run: Run) -> None:
         self.run = run  # its DAG is read each time: a resume or a new plan replaces it
-        self._order: dict[str, int] = {}
         self._done: dict[str, asyncio.Event] = {}
+        self._moved: dict[str, asyncio.Event] = {}  # set once a node has retrieved, or has finished
+
+    def _event(self, events: dict[str, asyncio.Event], node_id: str) -> asyncio.Event:
+        return events.setdefault(node_id, asyncio.Event())
 
     def claim(self, node: Node) -> None:
         """``node`` has its passages and goes on to answer from them."""
-        self._order.setdefault(node.id, len(self._order))
-        self._done.setdefault(node.id, asyncio.Event())
+        self._event(self._moved, node.id).set()
 
     def finished(self, node: Node) -> None:
-        self._done.setdefault(node.id, asyncio.Event()).set()
+        self._event(self._done, node.id).set()
+        self._event(self._moved, node.id).set()
 
     def _siblings(self, node: Node) -> list[Node]:
         if node.parent is None or node.parent not in self.run.dag:
             return []
         return [s for s in self.run.dag.children(node.parent) if s.id != node.id]
 
+    def _earlier(self, node: Node) -> list[Node]:
+        """Running leaf siblings of its stage, planned before it, that have not finished."""
+        if node.parent is None or node.parent not in self.run.dag:
+            return []
+        order = [s.id for s in self.run.dag.children(node.parent)]
+        return [
+            s
+            for s in self._siblings(node)
+            if s.stage == node.stage
+            and order.index(s.id) < order.index(node.id)
+            and s.status is NodeStatus.STARTED
+            and not self.run.dag.children(s.id)
+            and not self._event(self._done, s.id).is_set()
+        ]
+
     def _holders(self, node: Node, *, waiting: bool) -> list[tuple[str, list[dict[str, Any]]]]:
-        """Finished nodes with an answer that hold passages: the dependencies, then the siblings; with
-        ``waiting``, also the siblings that retrieved before ``node`` and are still answering."""
-        mine = self._order.get(node.id, len(self._order))
+        """Finished nodes of its stage with an answer that hold passages: the dependencies, then the
+        siblings; with ``waiting``, also the earlier siblings still running."""
+        running = {s.id for s in self._earlier(node)} if waiting else set()
         out = []
         deps = [self.run.dag.node(d) for d in node.hard_deps + node.soft_deps if d in self.run.dag]
         for other in deps + self._siblings(node):
             if other.stage != node.stage:
                 continue
             done = other.status.finished and usable(other) and bool(other.answer)
-            running = (
-                waiting
-                and not other.status.finished
-                and self._order.get(other.id, mine) < mine
-                and not self._done[other.id].is_set()
-            )
-            if done or running:
+            if done or other.id in running:
                 out.append((other.id, _context(other)))
         return out
 
@@ -123,9 +138,14 @@ class Novelty:
         self.claim(node)
         context = _context(node)
         while True:
+            earlier = self._earlier(node)
+            unknown = [s for s in earlier if not self._event(self._moved, s.id).is_set()]
+            if unknown:  # it may hold the same passages: know before judging
+                await self._event(self._moved, unknown[0].id).wait()
+                continue
             could = covering(context, self._holders(node, waiting=True))
-            pending = [i for i in could if not self.run.dag.node(i).status.finished]
+            pending = [i for i in could if i in {s.id for s in earlier}]
             if not pending:
                 break
-            await self._done[pending[0]].wait()  # an earlier retrieval: it ends (or fails) on its own
+            await self._event(self._done, pending[0]).wait()  # it ends (or fails) on its own
         return covering(context, self._holders(node, waiting=False))

@@ -178,7 +178,7 @@ class Orchestrator:
             ctx.prune(node, exc.message)
             return
         except RedundantNode as exc:  # pruned by novelty: done, not missing (its holders answered)
-            node.redundant_with, node.diagnostic = exc.holders, {}
+            node.redundant_with, node.diagnostic, node.answer = exc.holders, {}, ""
             ctx.prune(node, exc.message)
             ctx.history.append("metrics/nodes.jsonl", ctx.run.node_metrics(node))
             ctx.save_dag()
@@ -223,6 +223,7 @@ class Orchestrator:
         ]
         node.cache_key = self.cache.key(node, "answer", _tier(node).value, {"packets": packets})
         if await self.cache.answer_from_cache(node):
+            await self._prune_if_redundant(node)  # judged as when it ran, so a re-run prunes the same
             return True
         result: RetrievalResult = await self.retrieval.retrieve(node)  # tier C may ask a person here
         context_dicts = [c.to_dict() for c in result.context]
@@ -236,10 +237,7 @@ class Orchestrator:
             node.answer = "The vault holds nothing relevant to this subtask."
             node.note = "; ".join(filter(None, [node.note, "no relevant notes found; no model call made"]))
             return False
-        if node.parent is not None:  # E10: passages a finished sibling or a dependency holds add nothing
-            holders = await self.novelty.redundant_with(node)
-            if holders:
-                raise RedundantNode(holders)
+        await self._prune_if_redundant(node)  # E10: passages a sibling or a dependency holds add nothing
         ctx.state.phase[node.id] = "answer"
         goal = ctx.config.goal
         context = "\n\n".join(f"{c.text}\n{c.citation}" for c in result.context)
@@ -265,6 +263,13 @@ class Orchestrator:
         if node.depth == 0:  # the report's answer: repeats, conflicts and support checked, then cached
             await check_root(ctx, self.calls, node)
         return False
+
+    async def _prune_if_redundant(self, node: Node) -> None:
+        """Raise ``RedundantNode`` when finished siblings or dependencies hold all ``node`` retrieved."""
+        if node.parent is not None and node.retrieval.get("context"):
+            holders = await self.novelty.redundant_with(node)
+            if holders:
+                raise RedundantNode(holders)
 
     async def _synthesize(self, node: Node) -> bool:
         """Merge the children's answers; returns True when the cache answered instead."""
