@@ -7,6 +7,10 @@ vault folder."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +122,26 @@ def test_only_numbers_and_yes_no_facts_are_high_impact() -> None:
         [side("[github](https://github.com/a/moon2)"), side("[gh](https://x.io/b)")],
     )
     assert high_impact([number, yes_no, words, ratio, days, links]) == [number, yes_no, ratio, days]
+
+
+def test_on_a_terminal_the_ask_policy_offers_only_the_actions_a_conflict_takes(
+    tmp_path: Path, shad_home: Path
+) -> None:
+    vault = write_vault(tmp_path / "v", PLANTED)
+    env = {**os.environ, "SHAD_HOME": str(shad_home)}
+    args = ["run", HISTORY, "--vault", str(vault), "--provider", "offline", "--no-code-mode"]
+    args += ["--checkpoints", "ask", "--history-dir", str(tmp_path / "h"), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", *args],
+        input=f"e\nh\n{READING}\n",  # edit is refused (not one of the choices), then a hint
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=240,
+    )
+    assert "[a]pprove, [h]int, s[t]op, or decide [l]ater" in done.stderr
+    assert "[e]dit" not in done.stderr and "'e' is not one of" in done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "SUCCESS", done.stderr
+    (c,) = [c for c in summary["checkpoints"] if c["kind"] == "conflict"]
+    assert c["decision"]["action"] == "hint" and c["decision"]["text"] == READING

@@ -34,10 +34,14 @@ class TerminalDecider:
             self.live.stop()
         try:
             show(checkpoint)
+            # Only the actions this checkpoint takes (a conflict checkpoint has no notes to edit).
+            keys = [k for k, action in _KEYS.items() if action in checkpoint.options or action == "later"]
+            labels = {"a": "[a]pprove", "e": "[e]dit", "h": "[h]int", "s": "[s]kip", "t": "s[t]op"}
+            prompt = ", ".join(labels[k] for k in keys if k in labels) + ", or decide [l]ater"
             while True:
                 key = click.prompt(
-                    "[a]pprove, [e]dit, [h]int, [s]kip, s[t]op, or decide [l]ater",
-                    type=click.Choice(list(_KEYS)),
+                    prompt,
+                    type=click.Choice(keys),
                     default="l",
                     err=True,
                 )
