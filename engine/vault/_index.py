@@ -12,6 +12,7 @@ reads and generation-stamped transactions are in ``_index_db``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -36,7 +37,7 @@ from ._links import LinkRow, aliases_of, index_file, link_rows, resolve_pending
 from ._lock import build_lock
 from ._parse import Chunk, parse_for_index
 from ._refresh import quick_scan
-from ._scan import FileEntry, ScanResult, scan_vault
+from ._scan import FileEntry, ScanResult, scan_vault, stream_vault
 
 __all__ = [
     "CHUNK_BITS",
@@ -122,6 +123,8 @@ class VaultIndex(IndexDatabase):
         generation = self.meta("generation")
         self._generation, self._stale = generation, False
         quick = None if scan is not None or full else quick_scan(self, keep)
+        if quick is None and scan is None and not self.query("SELECT 1 FROM files LIMIT 1"):
+            return self._first_build(progress, keep, scope, started, scan_started)
         if quick is not None:
             scan_started = quick.started
             stored = self._rows(list(quick.entries))
@@ -172,7 +175,8 @@ class VaultIndex(IndexDatabase):
                 and len(changed) >= _PARALLEL_THRESHOLD
                 and self._journal_mode("delete")
             )
-            for item in _parse_all(self.root, changed):
+            jobs = ((self.root, entry, old) for entry, old in changed)
+            for item in _parse_all(jobs, len(changed) >= _PARALLEL_THRESHOLD):
                 batch.append(item)
                 if len(batch) >= _BATCH:
                     done += self._commit_batch(batch, stats)
@@ -197,6 +201,77 @@ class VaultIndex(IndexDatabase):
             else:  # only the changed part was read: the whole state is not known here
                 self._state, self._state_generation = None, None
                 self._quick_totals(stats)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _first_build(
+        self,
+        progress: ProgressFn | None,
+        keep: Callable[[str], bool],
+        scope: str,
+        started: float,
+        when: float,
+    ) -> IndexStats:
+        """An update of an empty index: the walk, parsing and writing stream, in windows, so that memory
+        stays flat however big the vault (no list of every file is held). The total reported to
+        ``progress`` is exact for a vault smaller than one window, else the notes found so far."""
+        stats = IndexStats()
+        skipped: list[tuple[str, str]] = []
+        attachments: list[FileEntry] = []
+        found = 0  # notes found by the walk so far
+
+        def flush_attachments() -> None:
+            if attachments:
+                self._write(lambda: self._upsert_attachments(attachments))
+                attachments.clear()
+
+        def jobs() -> Iterator[tuple[str, FileEntry, str | None]]:
+            nonlocal found
+            for entry in stream_vault(self.root, skipped):
+                if not keep(entry.path):
+                    continue
+                stats.scanned += 1
+                if entry.is_note:
+                    found += 1
+                    yield (self.root, entry, None)
+                    continue
+                stats.attachments += 1
+                attachments.append(entry)
+                if len(attachments) >= _BATCH:
+                    flush_attachments()
+
+        with self._lock:
+            walk = jobs()
+            first = list(itertools.islice(walk, _PARALLEL_THRESHOLD))
+            parallel = len(first) >= _PARALLEL_THRESHOLD
+            # A first build appends hundreds of MB: WAL would write every page twice (log, then
+            # checkpoint). A rollback journal is as crash-safe and writes new pages once. (SQLite refuses
+            # the switch while another connection has the index open: then the build stays in WAL.)
+            bulk = parallel and self._journal_mode("delete")
+            if progress:
+                progress(0, found)
+            batch: list[_Parsed] = []
+            done = 0
+            for item in _parse_all(itertools.chain(first, walk), parallel):
+                batch.append(item)
+                if len(batch) >= _BATCH:
+                    done += self._commit_batch(batch, stats)
+                    batch = []
+                    if progress:
+                        progress(done, found)
+            if batch:
+                done += self._commit_batch(batch, stats)
+            flush_attachments()
+            if bulk:
+                self._journal_mode("wal", wait=30.0)
+            if progress:
+                progress(done, found)
+            stats.attachments_changed = stats.attachments
+            stats.skipped = skipped
+            self._transaction(lambda: self._finish_update(when, True, stats, scope), bump=False)
+            self._counts.clear()
+            self._sizes = None
+            self._state, self._state_generation = None, None  # not kept: memory stays flat
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -387,25 +462,22 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _parse_all(root: str, changed: list[tuple[FileEntry, str | None]]) -> Iterator[_Parsed]:
-    jobs = [(root, entry, old) for entry, old in changed]
+def _parse_all(jobs: Iterator[tuple[str, FileEntry, str | None]], parallel: bool) -> Iterator[_Parsed]:
+    """The parsed notes of ``jobs``, in order; ``parallel``: in forked processes (a big update)."""
     workers = min(os.cpu_count() or 1, 4)
-    if (
-        len(jobs) < _PARALLEL_THRESHOLD
-        or workers < 2
-        or "fork" not in multiprocessing.get_all_start_methods()
-    ):
+    if not parallel or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
         yield from map(_parse_one, jobs)
         return
     ctx = multiprocessing.get_context("fork")
     # A pool's imap keeps every result its workers finish until the caller takes it: when writing is
-    # slower than parsing, a whole vault's parsed notes would pile up. Windows of jobs, one handed out
-    # ahead of the one being written, keep that to two windows.
-    windows = [jobs[i : i + _WINDOW] for i in range(0, len(jobs), _WINDOW)]
+    # slower than parsing, a whole vault's parsed notes would pile up. Windows of jobs, taken from
+    # ``jobs`` as they are needed, one handed out ahead of the one being written, keep that to two.
     with ctx.Pool(workers) as pool:
-        ahead = pool.imap(_parse_one, windows[0], chunksize=64)
-        for k in range(len(windows)):
+        window = list(itertools.islice(jobs, _WINDOW))
+        ahead = pool.imap(_parse_one, window, chunksize=64)
+        while window:
             current = ahead
-            if k + 1 < len(windows):
-                ahead = pool.imap(_parse_one, windows[k + 1], chunksize=64)
+            window = list(itertools.islice(jobs, _WINDOW))
+            if window:
+                ahead = pool.imap(_parse_one, window, chunksize=64)
             yield from current

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from stat import S_ISREG
@@ -21,6 +22,7 @@ __all__ = [
     "list_changed",
     "list_folder",
     "scan_vault",
+    "stream_vault",
 ]
 
 SKIPPED_DIRS = frozenset({".obsidian", ".trash", ".git"})
@@ -94,13 +96,41 @@ def list_folder(root: str, rel: str, recursive: bool = False) -> ScanResult:
     return _scan_with_python(root, rel, recursive)
 
 
+def stream_vault(root: str, skipped: list[tuple[str, str]]) -> Iterator[FileEntry]:
+    """The files of ``scan_vault``, one at a time while the walk goes on, in the same order; what was
+    skipped is appended to ``skipped`` (complete once the iterator is exhausted). A first build of a big
+    vault holds no list of every file this way."""
+    if _gnu_find() is not None:
+        started = False
+        try:
+            for entry in _iter_find(root, None, skipped, []):
+                started = True
+                yield entry
+            return
+        except OSError:
+            if started:  # files were handed out already: a second walk would repeat them
+                raise
+            skipped.clear()
+    scan = _scan_with_python(root)
+    skipped += scan.skipped
+    yield from scan.files.values()
+
+
 def _scan_with_find(root: str, since: float | None = None) -> ScanResult:
-    find = _gnu_find()
-    assert find is not None
-    real_root = os.path.realpath(root)
     files: dict[str, FileEntry] = {}
     folders: list[str] = []
     skipped: list[tuple[str, str]] = []
+    for entry in _iter_find(root, since, skipped, folders):
+        files[entry.path] = entry
+    return ScanResult(files, skipped, folders)
+
+
+def _iter_find(
+    root: str, since: float | None, skipped: list[tuple[str, str]], folders: list[str]
+) -> Iterator[FileEntry]:
+    find = _gnu_find()
+    assert find is not None
+    real_root = os.path.realpath(root)
     encoding = sys.getfilesystemencoding()
     # ctime, not mtime: it moves on every write, rename, copy or utime (a file copied with its old mtime
     # kept, or an mtime set back, still shows), and cannot be set from outside.
@@ -130,11 +160,11 @@ def _scan_with_find(root: str, since: float | None = None) -> ScanResult:
                 elif kind == "f":
                     seconds, _, fraction = mtime.partition(".")
                     mtime_ns = int(seconds) * 1_000_000_000 + int((fraction + "000000000")[:9])
-                    files[rel] = FileEntry(rel, int(size), mtime_ns, rel.lower().endswith(".md"))
+                    yield FileEntry(rel, int(size), mtime_ns, rel.lower().endswith(".md"))
                 elif kind == "l":
                     entry = _symlink_entry(real_root, os.path.join(root, rel), rel, skipped)
                     if entry is not None:
-                        files[rel] = entry
+                        yield entry
                 elif kind == "d" and since is not None:
                     folders.append(rel)
         proc.wait()
@@ -146,7 +176,6 @@ def _scan_with_find(root: str, since: float | None = None) -> ScanResult:
         path = where.removeprefix("find: ").strip("'‘’")
         rel = os.path.relpath(path, root) if path.startswith(root) else path
         skipped.append((rel, f"cannot list folder: {reason}"))
-    return ScanResult(files, skipped, folders)
 
 
 def _is_utf8(name: str) -> bool:

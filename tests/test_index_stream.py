@@ -1,0 +1,108 @@
+"""A first build streams: the walk, parsing and writing go on together, in windows, so that no list of
+every file is held (bounded memory on a big vault); what it writes is what a build from a walk writes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import engine.vault._index as index_mod
+from engine import Vault
+from engine.vault._scan import FileEntry, scan_vault, stream_vault
+
+pytestmark = pytest.mark.usefixtures("shad_home")
+
+
+def make_vault(root: Path, notes: int, attachments: int) -> Path:
+    for i in range(notes):
+        folder = root / f"f{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"Note {i:04d}.md").write_text(
+            f"# Note {i:04d}\n\nStreamed note uniq{i:04d}, links to [[Note {(i + 1) % notes:04d}]].\n",
+            encoding="utf-8",
+        )
+    for i in range(attachments):
+        (root / f"f{i % 7}" / f"pic{i}.png").write_bytes(b"\x89PNG")
+    return root
+
+
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parallel, windowed path on a vault of a few dozen notes."""
+    monkeypatch.setattr(index_mod, "_PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(index_mod, "_WINDOW", 8)
+    monkeypatch.setattr(index_mod, "_BATCH", 5)
+
+
+def test_stream_vault_yields_what_scan_vault_finds(tmp_path: Path) -> None:
+    root = make_vault(tmp_path / "v", 30, 4)
+    (root / ".obsidian").mkdir()
+    (root / ".obsidian" / "app.json").write_text("{}")
+    os.symlink("/etc", root / "outside")
+    skipped: list[tuple[str, str]] = []
+    streamed = list(stream_vault(str(root), skipped))
+    scan = scan_vault(str(root))
+    assert streamed == list(scan.files.values())
+    assert skipped == scan.skipped and skipped  # the symlink out of the vault is reported
+
+
+@pytest.mark.parametrize("windowed", [False, True])
+def test_first_build_writes_before_the_walk_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windowed: bool
+) -> None:
+    if windowed:
+        small_windows(monkeypatch)
+    else:
+        monkeypatch.setattr(index_mod, "_BATCH", 5)
+    root = make_vault(tmp_path / "v", 60, 3)
+    walked: list[str] = []
+    real_stream = stream_vault
+
+    def counting(root: str, skipped: list[tuple[str, str]]) -> Iterator[FileEntry]:
+        for entry in real_stream(root, skipped):
+            walked.append(entry.path)
+            yield entry
+
+    walked_at_first_write: list[int] = []
+    real_commit = index_mod.VaultIndex._commit_batch
+
+    def commit(self: index_mod.VaultIndex, batch: list[index_mod._Parsed], stats: object) -> int:
+        walked_at_first_write.append(len(walked))
+        return real_commit(self, batch, stats)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_mod, "stream_vault", counting)
+    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", commit)
+    seen: list[tuple[int, int]] = []
+    stats = Vault(root).refresh(lambda done, total: seen.append((done, total)))
+    assert len(walked) == 63
+    if windowed:
+        # Streaming: the first notes were written while most of the vault was still unwalked.
+        assert walked_at_first_write[0] < 63 / 2
+    else:
+        # Smaller than one window: walked whole first, so progress knows the total from the start.
+        assert seen[0] == (0, 60)
+    assert (stats.added, stats.attachments, stats.scanned) == (60, 3, 63)
+    assert seen[-1] == (60, 60)
+    assert all(done <= total for done, total in seen)
+    v = Vault(root)
+    assert [h.path for h in v.search("uniq0042", limit=3)][:1] == ["f0/Note 0042.md"]
+    assert v.backlinks("f0/Note 0042.md") == ["f6/Note 0041.md"]
+    assert v.status()["attachments"] == 3
+    assert v.refresh().changed == 0  # the next update finds the build complete
+
+
+def test_streamed_build_matches_a_build_from_a_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    small_windows(monkeypatch)
+    root = make_vault(tmp_path / "v", 40, 2)
+    streamed = Vault(root, index_path=tmp_path / "a.sqlite")
+    streamed.refresh()
+    walked = Vault(root, index_path=tmp_path / "b.sqlite")
+    walked.index.update(scan=scan_vault(str(root)))  # a given scan: the non-streaming path
+    sql = "SELECT path, size, mtime_ns, hash, passages, title FROM files ORDER BY path"
+    assert streamed.index.query(sql) == walked.index.query(sql)
+    edges = "SELECT s.path, e.target, d.path FROM edges e JOIN files s ON s.id = e.src "
+    edges += "LEFT JOIN files d ON d.id = e.dst ORDER BY 1, 2"
+    assert streamed.index.query(edges) == walked.index.query(edges)
+    assert streamed.index.query(edges)
