@@ -115,6 +115,23 @@ def test_graph_neighbours_follow_links_both_ways(tmp_path: Path) -> None:
     assert set(neighbours) == {ids["B.md"], ids["C.md"]}
 
 
+def test_graph_neighbours_are_the_notes_links_resolve_to(tmp_path: Path) -> None:
+    """One note of a name shared by two, the one Obsidian opens; attachments are no neighbours."""
+    v = make_vault(
+        tmp_path,
+        {"A.md": "See [[B]] and ![[pic.png]].\n", "x/B.md": "One B.\n", "y/B.md": "Another B.\n"},
+    )
+    (tmp_path / "pic.png").write_bytes(b"\x89PNG")
+    v.refresh()
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    resolved = v.resolve_link("B", "A.md")
+    assert resolved in ("x/B.md", "y/B.md")
+    assert graph_neighbours(v.index, [ids["A.md"]])[ids["A.md"]] == [ids[resolved]]
+    assert graph_neighbours(v.index, [ids[resolved]])[ids[resolved]] == [ids["A.md"]]
+    other = "y/B.md" if resolved == "x/B.md" else "x/B.md"
+    assert graph_neighbours(v.index, [ids[other]])[ids[other]] == []
+
+
 def test_key_matches_finds_titles_and_aliases_in_a_question(tmp_path: Path) -> None:
     v = make_vault(
         tmp_path,

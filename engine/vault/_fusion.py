@@ -121,39 +121,27 @@ def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -
 
 
 def graph_neighbours(index: VaultIndex, seeds: Iterable[int]) -> dict[int, list[int]]:
-    """For each seed note, the notes it links to or that link to it (one hop, hubs left out). A few
+    """For each seed note, the notes it links to or that link to it (one hop, hubs left out), as its links
+    were resolved at index time (``edges``: the note Obsidian opens, never every note of that name). A few
     queries for all seeds together, whatever their number."""
     seeds = list(seeds)
     if not seeds:
         return {}
     marks = ",".join("?" * len(seeds))
-    targets: dict[int, list[str]] = {fid: [] for fid in seeds}
-    for src, target in index.query(f"SELECT src, target FROM links WHERE src IN ({marks})", seeds):
-        targets[src].append(target)
-    own: dict[int, list[str]] = {fid: [] for fid in seeds}
-    for fid, key in index.query(f"SELECT file_id, key FROM keys WHERE file_id IN ({marks})", seeds):
-        own[fid].append(key)
-    wanted = sorted({t for ts in targets.values() if len(ts) <= MAX_LINKS for t in ts})
-    named: dict[str, set[int]] = {}
-    for i in range(0, len(wanted), 500):
-        chunk = wanted[i : i + 500]
-        query = f"SELECT key, file_id FROM keys WHERE key IN ({','.join('?' * len(chunk))})"
-        for key, fid in index.query(query, chunk):
-            named.setdefault(key, set()).add(fid)
+    out_links: dict[int, set[int]] = {fid: set() for fid in seeds}
+    for src, dst in index.query(
+        f"SELECT DISTINCT e.src, e.dst FROM edges e JOIN files f ON f.id = e.dst "
+        f"WHERE e.src IN ({marks}) AND f.is_note = 1",
+        seeds,
+    ):
+        out_links[src].add(dst)
     out: dict[int, list[int]] = {}
     for fid in seeds:
-        linked: set[int] = set()
-        if len(targets[fid]) <= MAX_LINKS:
-            for target in targets[fid]:
-                linked |= named.get(target, set())
-        if own[fid]:  # each seed's backlinks on their own: a hub's are cut off at MAX_LINKS
-            keys = own[fid]
-            sources = index.query(
-                f"SELECT DISTINCT src FROM links WHERE target IN ({','.join('?' * len(keys))}) LIMIT ?",
-                [*keys, MAX_LINKS + 1],
-            )
-            if len(sources) <= MAX_LINKS:
-                linked |= {r[0] for r in sources}
+        linked = out_links[fid] if len(out_links[fid]) <= MAX_LINKS else set()
+        # Each seed's backlinks on their own: a hub's are cut off at MAX_LINKS.
+        sources = index.query("SELECT DISTINCT src FROM edges WHERE dst = ? LIMIT ?", (fid, MAX_LINKS + 1))
+        if len(sources) <= MAX_LINKS:
+            linked |= {r[0] for r in sources}
         linked.discard(fid)
         out[fid] = sorted(linked)
     return out

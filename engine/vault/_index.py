@@ -53,7 +53,8 @@ __all__ = [
 # 9: whole-note rows (``docs``), frontmatter values in ``names``, ``links`` and ``keys`` for the graph.
 # 10: links resolved at index time (``edges``, ``lookup``, ``dirty``); headings, blocks and links JSON
 #     no longer kept per file (read from the note when asked).
-SCHEMA_VERSION = "10"
+# 11: no name-matched ``links`` table: ranking's graph neighbours are the resolved ``edges``.
+SCHEMA_VERSION = "11"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000
@@ -354,7 +355,6 @@ class VaultIndex(IndexDatabase):
                 )
                 self._insert_doc(fid, item.names, [c.text for c in item.chunks])
                 self.conn.executemany("INSERT INTO keys VALUES(?, ?)", [(k, fid) for k in item.keys])
-                self.conn.executemany("INSERT INTO links VALUES(?, ?)", [(fid, t) for t in item.targets])
                 self.conn.executemany(
                     "INSERT INTO fts(rowid, headings, body, heading) VALUES(?,?,?,?)",
                     [
@@ -384,7 +384,6 @@ class _Parsed:
     chunks: list[Chunk] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)  # normalized file name, aliases and title: link targets
-    targets: list[str] = field(default_factory=list)  # normalized names this note links to
     aliases: list[str] = field(default_factory=list)
     links: list[LinkRow] = field(default_factory=list)  # every link as written, to be resolved
 
@@ -424,9 +423,7 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     keys = {
         name_key(n) for n in (stem, note.title, *note.aliases, *([str(title_extra)] if title_extra else []))
     }
-    targets = {name_key(link.target.replace("\\", "/").rsplit("/", 1)[-1]) for link in note.links}
     keys.discard("")
-    targets.discard("")
     return _Parsed(
         entry,
         row,
@@ -435,7 +432,6 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
         chunks,
         note.tags,
         sorted(keys),
-        sorted(targets),
         note.aliases,
         link_rows(note.links),
     )

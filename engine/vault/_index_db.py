@@ -45,8 +45,8 @@ CHUNK_BITS = 10  # full-text rowid = note id << CHUNK_BITS | passage number
 # ``docs`` holds one row per note, every field of it (names, frontmatter values, the whole indexed text):
 # BM25 over whole notes, with weighted fields. It is contentless (the text is in ``fts`` and ``names``
 # already); a row is deleted by handing FTS5 the values it was written with, rebuilt from those tables.
-# ``links`` (note id -> normalized target name) and ``keys`` (normalized name or alias -> note id) give
-# the link graph at query time without building it.
+# ``keys`` (normalized name, alias or title -> note id) finds the notes a query names; the link graph is
+# the resolved ``edges`` (``_links``).
 FTS_COLUMNS = ("headings", "body", "heading UNINDEXED")
 NAMES_COLUMNS = ("title", "aliases", "tags", "headings", "props")
 DOC_COLUMNS = ("title", "aliases", "headings", "props", "body")
@@ -76,9 +76,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5({", ".join(NAMES_COLUMNS)},
     tokenize = 'porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5({", ".join(DOC_COLUMNS)}, content = '',
     tokenize = 'porter unicode61 remove_diacritics 2');
-CREATE TABLE IF NOT EXISTS links(src INTEGER NOT NULL, target TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS links_src ON links(src);
-CREATE INDEX IF NOT EXISTS links_target ON links(target);
 CREATE TABLE IF NOT EXISTS keys(key TEXT NOT NULL, file_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS keys_key ON keys(key);
 CREATE INDEX IF NOT EXISTS keys_file ON keys(file_id);
@@ -288,7 +285,6 @@ class IndexDatabase:
             )
             self.conn.execute("DELETE FROM names WHERE rowid = ?", (fid,))
             self.conn.execute("DELETE FROM note_tags WHERE file_id=?", (fid,))
-            self.conn.execute("DELETE FROM links WHERE src=?", (fid,))
             self.conn.execute("DELETE FROM keys WHERE file_id=?", (fid,))
             forget_file(self.conn, fid, keep_incoming=keep_incoming)
 
