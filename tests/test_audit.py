@@ -72,7 +72,7 @@ def test_deletes_publishing_and_learnings_are_logged(vault: Path, tmp_path: Path
     assert records[0]["vault"] == str(out.resolve()) and records[0]["hash"] == sha256(out / "Espresso.md")
     assert records[1]["bytes"] == 0 and not (vault / "Home.md").exists()
     # a learning a person promotes: the write is logged too
-    r = run(RunConfig("How do I brew with a siphon?", (str(vault),), provider="offline", learn=True))
+    r = run(RunConfig("How do I brew with a French press?", (str(vault),), provider="offline", learn=True))
     staged = r.summary["learning"]
     promoted = promote_learning(vault, staged, by="carol")
     later = audit_log()[2:]
@@ -83,7 +83,7 @@ def test_deletes_publishing_and_learnings_are_logged(vault: Path, tmp_path: Path
 
 
 def test_a_runs_own_write_is_an_event_with_its_size_and_hash(vault: Path) -> None:
-    r = run(RunConfig("How do I brew with a siphon?", (str(vault),), provider="offline", learn=True))
+    r = run(RunConfig("How do I brew with a French press?", (str(vault),), provider="offline", learn=True))
     path = r.summary["learning"]
     (event,) = [e for e in r.events if e["type"] == "NOTE_WRITTEN"]
     written = vault / path

@@ -293,6 +293,41 @@ def test_repeated_passages_and_a_single_note_lower_the_score() -> None:
     assert sr["diversity"] < sv["diversity"]
 
 
+def test_a_strategy_stages_wording_around_the_goal_is_not_scored() -> None:
+    """A stage task wraps the goal in what to do ("Define the objective, success criteria and
+    constraints of: GOAL"): the passages are scored on the goal's words alone."""
+    goal = "How do I dial in espresso?"
+    passages = [
+        _item(
+            "Brewing/Espresso.md",
+            "Dialing in espresso: fix the dose, then adjust the grind until the shot runs.",
+        ),
+        _item(
+            "Journal/Dial-in.md", "Espresso dial-in log: 18 g in, 36 g out, grind one step finer each shot."
+        ),
+    ]
+    staged = "Define the objective, success criteria and constraints of: " + goal
+    assert retrieval_score(staged, passages)[0] == retrieval_score(goal, passages)[0] >= 0.6
+
+
+def test_a_short_clause_the_vault_words_otherwise_does_not_make_a_covered_question_weak() -> None:
+    """Questions count by their words: "what to listen for" (the vault says "hear") weighs one word
+    against the eight of the question it qualifies, and the task stays above the weak threshold; a
+    question of as many words the vault does not hold still pulls the score down."""
+    passages = [
+        _item(
+            "Roasting/Popcorn popper roasting.md",
+            "Plan a first light roast on a popcorn popper: the stages take about five minutes; "
+            "timing is short, so drop soon after first crack.",
+        ),
+        _item("Equipment/Home roasters.md", "You need to hear first crack over the fan of the popper."),
+    ]
+    qualified = "Plan a first light roast on a popcorn popper: stages, timing and what to listen for."
+    assert retrieval_score(qualified, passages)[0] >= 0.45
+    half = "Plan a first light roast on a popcorn popper, and what is the history of lattice gauge theory?"
+    assert retrieval_score(half, passages)[0] < retrieval_score(qualified, passages)[0]
+
+
 def test_retrieval_score_of_nothing_is_zero() -> None:
     score, signals = retrieval_score("first crack", [])
     assert score == 0.0

@@ -9,12 +9,15 @@ itself (``retrieval_score``), independent of anything a script claims.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
+from ..strategies import get as get_strategy
+from ..strategies import names as strategy_names
 from ..strategies import split_clauses
 from ..text import parse_query, stem
 from ..vault import Hit, Note, VaultSet
@@ -134,6 +137,30 @@ INSTRUCTION_WORDS = frozenset(
 )
 
 
+@functools.cache
+def _stage_wordings() -> tuple[tuple[str, str], ...]:
+    """What each strategy stage's task template puts before and after the goal ("Define the objective,
+    success criteria and constraints of: {goal}"), lowercased, longest first."""
+    found = set()
+    for name in strategy_names():
+        for stage in get_strategy(name).stages:
+            if "{goal}" in stage.task:
+                before, _, after = stage.task.partition("{goal}")
+                found.add((" ".join(before.lower().split()), " ".join(after.lower().split())))
+    return tuple(sorted(found, key=lambda pair: -len(pair[0]) - len(pair[1])))
+
+
+def _without_stage_wording(task: str) -> str:
+    """``task`` without the wording a strategy stage wrapped the goal in: the stage says what to do with
+    the passages, not what they must hold."""
+    text = " ".join(task.split())
+    lowered = text.lower()
+    for before, after in _stage_wordings():
+        if before and lowered.startswith(before) and lowered.endswith(after):
+            return text[len(before) : len(text) - len(after)].strip() or text
+    return text
+
+
 def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[str, Any]]:
     """How well the context covers the task, in [0, 1].
 
@@ -144,6 +171,7 @@ def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[st
     distinct notes (``diversity``), minus a penalty for boilerplate (near-empty or repeated passages).
     Passages that each hold one different word of the task no longer look like an answer: "Japanese
     tea ceremony" over a coffee vault, from a "Japanese barista" and a "black tea" passage, is weak."""
+    task = _without_stage_wording(task)
     words = {stem(w) for w in parse_query(task).words()} - INSTRUCTION_WORDS
     if not items or not words:
         signals = {"keyword_overlap": 0.0, "coverage": 0.0, "diversity": 0.0, "boilerplate": 0.0, "best": 0.0}
@@ -175,9 +203,10 @@ def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[st
 
 def _per_ask(task: str, held: list[set[str]], weight: dict[str, float]) -> tuple[float, float]:
     """For each of the task's questions, the weighted share of its words its best passage holds and the
-    share any passage holds; each averaged over the questions. One passage need not answer two
-    questions, but each question needs one that answers it: a task with one question answered and one
-    the vault does not hold sits near the weak threshold (the coverage check names the missing one)."""
+    share any passage holds; each averaged over the questions, weighed by their number of words. One
+    passage need not answer two questions, but each question needs one that answers it: a task with one
+    question answered and one the vault does not hold sits near the weak threshold (the coverage check
+    names the missing one)."""
     asks = [{stem(w) for w in parse_query(c).words()} & set(weight) for c, _ in split_clauses(task)]
     asks = [a for a in asks if a] or [set(weight)]
     anywhere = set().union(*held)
@@ -185,8 +214,12 @@ def _per_ask(task: str, held: list[set[str]], weight: dict[str, float]) -> tuple
     def share(words: set[str], ask: set[str]) -> float:
         return sum(weight[w] for w in words & ask) / sum(weight[w] for w in ask)
 
-    best = sum(max(share(h, a) for h in held) for a in asks) / len(asks)
-    return best, sum(share(anywhere, a) for a in asks) / len(asks)
+    # Each question counts by its number of words, so a short clause ("what to listen for") whose one
+    # word the vault says otherwise ("hear") cannot outweigh the question it qualifies.
+    sizes = [len(a) for a in asks]
+    total = sum(sizes)
+    best = sum(size * max(share(h, a) for h in held) for a, size in zip(asks, sizes, strict=True)) / total
+    return best, sum(size * share(anywhere, a) for a, size in zip(asks, sizes, strict=True)) / total
 
 
 def _missing_words(task: str, items: list[ContextItem]) -> list[str]:
