@@ -1,6 +1,6 @@
 """The explorer's layout code (``widgets/static/dag_explorer.js``) run in node: rows by dependency level,
-wide rows folded, wide fans collapsed into a "+N more" box, and runs of 30 and 50 nodes that fit a
-notebook-sized box legibly with no two boxes overlapping."""
+wide rows folded, wide fans collapsed into a "+N more" box (and folded back by "− fewer"), and runs of 30
+and 50 nodes that fit a notebook-sized box legibly with no two boxes overlapping."""
 
 from __future__ import annotations
 
@@ -126,5 +126,36 @@ def test_a_wide_fan_collapses_and_expands(tmp_path: Path) -> None:
     opened = run_layout(
         tmp_path, nodes, f"return layout(nodes, {{perRow: 8, expanded: new Set([{key!r}])}});"
     )
-    assert len(opened["items"]) == 41 and not opened["alias"]
+    assert len([i for i in opened["items"] if i["kind"] == "node"]) == 41 and not opened["alias"]
     assert overlaps(opened["items"], 176, 58) == []
+
+
+def test_an_expanded_fan_collapses_again(tmp_path: Path) -> None:
+    nodes: list[dict[str, Any]] = [{"id": "root", "parent": None, "status": "STARTED"}]
+    nodes += [{"id": f"n{i}", "parent": "root", "status": "SUCCEEDED"} for i in range(40)]
+    nodes[30]["status"] = "FAILED"
+    # What the widget does: "+N more" adds its key to `expanded`, "− fewer" deletes the key it carries.
+    out = run_layout(
+        tmp_path,
+        nodes,
+        """
+        const expanded = new Set(), opts = {perRow: 8, selected: 'n33', expanded};
+        const before = layout(nodes, opts);
+        expanded.add(before.items.find((i) => i.kind === 'group').key);
+        const opened = layout(nodes, opts);
+        const fewer = opened.items.filter((i) => i.kind === 'fewer');
+        for (const f of fewer) expanded.delete(f.key);
+        return {before, opened, fewer, after: layout(nodes, opts)};
+        """,
+    )
+    group = next(i for i in out["before"]["items"] if i["kind"] == "group")
+    assert not [i for i in out["before"]["items"] if i["kind"] == "fewer"]  # nothing to fold yet
+    assert [i for i in out["opened"]["items"] if i["kind"] == "group"] == []
+    assert [(f["key"], f["parent"], f["hides"]) for f in out["fewer"]] == [
+        (group["key"], "root", len(group["hidden"]))
+    ]
+    assert out["opened"]["items"][-1]["kind"] == "fewer"  # after the group's last subtask
+    assert overlaps(out["opened"]["items"], 176, 58) == []
+    assert out["after"] == out["before"]  # back to the collapsed layout, active/selected nodes still shown
+    shown = {i["id"] for i in out["after"]["items"]}
+    assert {"n29", "n33"} <= shown and "n20" not in shown

@@ -103,12 +103,18 @@ def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def shad_run(
-    capsys: pytest.CaptureFixture[str], vault: Path, budget: int, goal: str = GOAL, redis: str | None = None
+    capsys: pytest.CaptureFixture[str],
+    vault: Path,
+    budget: int,
+    goal: str = GOAL,
+    redis: str | None = None,
+    as_json: bool = True,
 ) -> Result:
     return caller(capsys)(
         "run", goal, "--vault", str(vault), "--provider", "anthropic", "--strategy", "research",
         "--max-tokens", str(budget), "--max-parallel", "8", "--max-llm", "8", "--concurrency-mode", "fixed",
-        "--no-code-mode", "--no-cache", "--json", *(["--redis", redis] if redis else []),
+        "--no-code-mode", "--no-cache", *(["--json"] if as_json else []),
+        *(["--redis", redis] if redis else []),
     )  # fmt: skip
 
 
@@ -158,8 +164,9 @@ def test_a_provider_writing_past_max_tokens_is_charged_and_the_run_says_it_is_ov
     capsys: pytest.CaptureFixture[str], env: Path, server: FakeLLMServer, tmp_path: Path
 ) -> None:
     server.set_reply(model(stretch=10))
-    r = shad_run(capsys, env, BUDGET)
-    summary = r.json()
+    r = shad_run(capsys, env, BUDGET, as_json=False)  # the report on stdout, the status line on stderr
+    [done] = env.rglob("final.summary.json")  # the run's history, in the vault
+    summary = json.loads(done.read_text("utf-8"))
     spent = summary["metrics"]["total_tokens"]
     assert spent == server.reported_tokens > BUDGET  # usage is a fact: charged as reported
     assert ledger_spent(summary["run_id"], tmp_path / "store.sqlite3") == spent
@@ -169,6 +176,11 @@ def test_a_provider_writing_past_max_tokens_is_charged_and_the_run_says_it_is_ov
     report = report_of(summary)
     assert "> [!warning] Over budget" in report
     assert f"This run spent {spent} tokens of its {BUDGET}-token budget ({spent - BUDGET} over)" in report
+    # The closing status line says it too, where a person at the terminal looks.
+    [status] = [line for line in r.err.splitlines() if "report: " in line]
+    assert status.startswith(
+        f"{summary['status']} · {spent} tokens · over budget by {spent - BUDGET} tokens · "
+    )
     assert r.code == (0 if summary["status"] == "SUCCESS" else 3)
 
 

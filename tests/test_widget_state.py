@@ -14,6 +14,7 @@ from _demo import DEMO
 
 import engine
 from engine import Run
+from engine.runs.budget import overspend
 from widgets._details import EXCERPT_CHARS, node_details, read_dag_node
 from widgets._state import FINISHED, DagState
 from widgets._summary import markdown_summary, plain_summary
@@ -92,6 +93,7 @@ def test_events_fold_into_the_runs_dag_and_budget(recorded: Recorded) -> None:
     assert snap.budget == {
         "tokens_used": run.summary["metrics"]["total_tokens"],
         "tokens_limit": budgets.max_tokens,
+        "tokens_over_by": None,
         "nodes_done": len(run.dag),
         "nodes_succeeded": len(run.dag),
         "nodes_pruned": 0,
@@ -213,6 +215,38 @@ def test_a_stopped_run_says_why(starved: Recorded) -> None:
     state = DagState()
     state.load_run(Run.load(str(starved.run.history.dir)))
     assert state.snapshot().notice.startswith("stopped: token budget exhausted")
+
+
+def test_a_run_over_its_token_budget_says_so_in_the_token_meter(recorded: Recorded, tmp_path: Path) -> None:
+    """A provider that reported more usage than the run allowed: the summary's over_budget (and, live,
+    RUN_FINISHED's tokens past the budget RUN_STARTED announced) reach the meter and the text headline."""
+    spent = recorded.run.summary["metrics"]["total_tokens"]
+    limit = spent - 1234
+    # Live: the same events, with a budget the run's reported usage went past.
+    events = [
+        {**e, "budgets": {**e["budgets"], "max_tokens": limit}} if e["type"] == "RUN_STARTED" else e
+        for e in recorded.events
+    ]
+    finished = next(i for i, e in enumerate(events) if e["type"] == "RUN_FINISHED")
+    assert fold(events[:finished]).snapshot().budget["tokens_over_by"] is None  # said once it has finished
+    live = fold(events).snapshot()
+    assert (live.budget["tokens_used"], live.budget["tokens_limit"]) == (spent, limit)
+    assert live.budget["tokens_over_by"] == 1234
+    assert f"tokens {spent:,} / {limit:,} (over budget by 1,234)" in markdown_summary(live)
+    # Loaded: the summary's over_budget, as the engine writes it (engine.runs.budget.overspend).
+    history = tmp_path / "history"
+    shutil.copytree(recorded.run.history.dir, history)
+    path = history / "final.summary.json"
+    summary = json.loads(path.read_text("utf-8"))
+    summary["over_budget"] = overspend(spent, limit, [])
+    path.write_text(json.dumps(summary), "utf-8")
+    state = DagState()
+    state.load_run(Run.load(str(history)))
+    assert state.snapshot().budget["tokens_over_by"] == 1234
+    within = DagState()
+    within.load_run(Run.load(str(recorded.run.history.dir)))
+    assert within.snapshot().budget["tokens_over_by"] is None
+    assert "over budget" not in plain_summary(within.snapshot())
 
 
 def test_a_run_whose_vault_moved_keeps_its_limits(tmp_path: Path) -> None:

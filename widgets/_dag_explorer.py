@@ -64,8 +64,9 @@ class DagExplorer(anywidget.AnyWidget):
         t.Dict(), help="{source, target, kind}: kind is child (parent to subtask), hard or soft (dependency)."
     ).tag(sync=True)
     budget = t.Dict(
-        help="The progress strip: tokens_used, tokens_limit, nodes_done, nodes_total, nodes_limit, "
-        "wall_s, wall_limit_s (a limit is None when unknown)."
+        help="The progress strip: tokens_used, tokens_limit, tokens_over_by (None unless a finished run "
+        "spent past its token budget), nodes_done, nodes_total, nodes_limit, wall_s, wall_limit_s (a "
+        "limit is None when unknown)."
     ).tag(sync=True)
     selected = t.Unicode("", help="The node the user clicked (set by the front end; '' for none).").tag(
         sync=True

@@ -75,6 +75,7 @@ class DagState:
         self.limits: dict[str, Any] = limits or budget_limits({})
         self.tokens_used = 0
         self.tokens_base = 0  # what earlier sessions of a resumed run spent
+        self.over_by: int | None = None  # a finished run's tokens past its budget (the summary's over_budget)
         self.started_ts: float | None = None
         self.wall_s: float | None = None  # fixed once the run has finished
         self.changed: set[str] = set()  # nodes changed since the last snapshot
@@ -176,6 +177,10 @@ class DagState:
         self.status = str(record.get("status") or "FINISHED")
         if isinstance(record.get("tokens"), int):
             self.tokens_used, self.tokens_base = int(record["tokens"]), 0
+        # The summary's over_budget, from what the event carries: spent past the run's token budget.
+        limit = self.limits.get("tokens_limit")
+        if isinstance(limit, int) and self.tokens_used > limit:
+            self.over_by = self.tokens_used - limit
         duration = number(record.get("duration_ms"))
         self.wall_s = duration / 1000 if duration is not None else ts - (self.started_ts or ts)
         for node in self.nodes.values():  # the engine prunes what never finished
@@ -296,6 +301,8 @@ class DagState:
             self.wall_s = duration / 1000 if duration is not None else elapsed(run)
             reason = summary.get("stop_reason")
             self.notice = f"stopped: {reason}" if reason else ""
+            over = summary.get("over_budget")
+            self.over_by = int(over["over_by"]) if isinstance(over, dict) and over.get("over_by") else None
         else:
             self.status = "RUNNING"
 
@@ -326,6 +333,7 @@ class DagState:
         budget = {
             "tokens_used": self.tokens_base + self.tokens_used,
             "tokens_limit": self.limits.get("tokens_limit"),
+            "tokens_over_by": self.over_by,  # None unless a finished run spent past its token budget
             "nodes_done": sum(1 for n in nodes if n.status in FINISHED),  # settled, whichever way
             # What the counter text says apart: "done" is answered (or from the cache), never pruned.
             "nodes_succeeded": sum(1 for n in nodes if n.status in ("SUCCEEDED", "CACHE_HIT")),

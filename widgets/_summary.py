@@ -53,7 +53,8 @@ def headline(snap: Snapshot) -> str:
         f"nodes {b.get('nodes_succeeded', b['nodes_done'])}/{b['nodes_total']} done"
         + "".join(f" · {b[f'nodes_{k}']} {k}" for k in ("pruned", "failed") if b.get(f"nodes_{k}"))
         + (f" (limit {b['nodes_limit']})" if b.get("nodes_limit") else ""),
-        f"tokens {_amount(b['tokens_used'], b.get('tokens_limit'))}",
+        f"tokens {_amount(b['tokens_used'], b.get('tokens_limit'))}"
+        + (f" (over budget by {b['tokens_over_by']:,})" if b.get("tokens_over_by") else ""),
         f"wall {_amount(float(b['wall_s']), b.get('wall_limit_s'), ' s')}",
     ]
     return " · ".join(parts)

@@ -321,8 +321,11 @@ def print_outcome(run: Run, as_json: bool) -> int:
     _print_report(run)
     metrics = run.summary["metrics"]
     cached = f" · {metrics['cache_hits']} from the cache" if metrics.get("cache_hits") else ""
+    # A provider that reported more usage than it was allowed: said here, not only in the report's note.
+    over = run.summary.get("over_budget")
+    over_by = f" · [bold red]over budget by {over['over_by']} tokens[/]" if over else ""
     err.print(
-        f"[bold]{run.status.value}[/] · {metrics['total_tokens']} tokens · "
+        f"[bold]{run.status.value}[/] · {metrics['total_tokens']} tokens{over_by} · "
         f"{metrics['llm_calls']} model calls{cached} · provider {escape(run.provider_name)} · "
         f"report: {escape(run.report_path)}"
     )

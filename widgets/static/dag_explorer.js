@@ -63,7 +63,8 @@ function button(cls, text, title) {
 // depends on, so dependency edges point down instead of fanning under a row. A row wider than
 // `perRow` boxes is folded: under parents that sit side by side, each parent's subtasks stack in a
 // column under it; otherwise the row wraps onto staggered lines (a line's edges pass through the gaps
-// of the line above). More than COLLAPSE_AT siblings collapse into one "+N more" box until expanded.
+// of the line above). More than COLLAPSE_AT siblings collapse into one "+N more" box until expanded; an expanded
+// group ends with a "− fewer" box that collapses it again.
 export const BOX_W = 176;
 export const BOX_H = 58;
 const GAP_X = 22;
@@ -130,14 +131,16 @@ export function layout(nodes, opts = {}) {
       const key = `${row[i].parent || ""}@${l}`;
       const shown = [];
       const hidden = [];
-      if (members.length > COLLAPSE_AT && !expanded.has(key)) {
+      if (members.length > COLLAPSE_AT) {
         members.forEach((n, k) => (k < KEEP || ACTIVE.has(n.status) || n.id === selected ? shown : hidden).push(n));
       }
-      if (hidden.length >= 2) {
+      if (hidden.length >= 2 && !expanded.has(key)) {
         for (const n of shown) entries.push({ kind: "node", id: n.id, node: n, parent: n.parent });
         entries.push({ kind: "group", id: `group:${key}`, key, parent: row[i].parent, hidden });
       } else {
         for (const n of members) entries.push({ kind: "node", id: n.id, node: n, parent: n.parent });
+        // An expanded group ends with a "− fewer" box that folds it back (only if folding hides something).
+        if (hidden.length >= 2) entries.push({ kind: "fewer", id: `fewer:${key}`, key, parent: row[i].parent, hides: hidden.length });
       }
       i = j;
     }
@@ -254,11 +257,16 @@ function meter(label) {
   box.append(name, bar, value);
   return {
     box,
-    set(used, limit, text) {
+    set(used, limit, text, note = "", why = "") {
       const ratio = typeof limit === "number" && limit > 0 ? Math.min(1, used / limit) : 0;
       fill.style.width = (ratio * 100).toFixed(1) + "%";
       box.dataset.level = ratio >= 0.9 ? "high" : ratio >= 0.7 ? "mid" : "low";
       value.textContent = text;
+      // A note (over budget) is said in the label, short, and in full in the tooltip.
+      name.textContent = note ? `${label} · ${note}` : label;
+      if (note) box.title = why || note;
+      else box.removeAttribute("title");
+      box.dataset.note = note ? "yes" : "";
     },
   };
 }
@@ -598,7 +606,10 @@ function render({ model, el }) {
   function drawBudget() {
     const b = model.get("budget") || {};
     const tl = b.tokens_limit;
-    tokens.set(b.tokens_used || 0, tl, num(b.tokens_used || 0) + (typeof tl === "number" ? " / " + num(tl) : ""));
+    const over = b.tokens_over_by
+      ? `Over budget by ${num(b.tokens_over_by)} tokens: the provider reported more usage than the run's budget allowed (see the report).`
+      : "";
+    tokens.set(b.tokens_used || 0, tl, num(b.tokens_used || 0) + (typeof tl === "number" ? " / " + num(tl) : ""), over && "over budget", over);
     const nl = b.nodes_limit;
     nodesMeter.set(
       b.nodes_total || 0,
@@ -805,12 +816,43 @@ function render({ model, el }) {
     const open = () => {
       expanded.add(it.key);
       drawGraph();
+      const fewer = viewport.querySelector(`[data-fewer="${CSS.escape(it.key)}"]`);
+      if (fewer) fewer.focus(); // keyboard users stay on the group, now on the box that folds it back
     };
     g.addEventListener("click", open);
     g.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" || ev.key === " ") {
         ev.preventDefault();
         open();
+      }
+    });
+    return g;
+  }
+
+  // The "− fewer" box at the end of an expanded group: folds the group back into its "+N more" box.
+  function fewerBox(it, p) {
+    const g = s("g", { class: "shad-dag__node shad-dag__group shad-dag__fewer", transform: `translate(${p.x},${p.y})`, tabindex: 0, role: "button" });
+    g.dataset.fewer = it.key;
+    g.dataset.status = "GROUP";
+    g.setAttribute("aria-label", `Collapse ${it.hides} of the subtasks of ${it.parent} back into one box.`);
+    g.appendChild(s("rect", { class: "shad-dag__box shad-dag__group-box", width: BOX_W, height: BOX_H, rx: 7 }));
+    const big = s("text", { class: "shad-dag__label", x: 14, y: 24 });
+    big.textContent = "− fewer";
+    const small = s("text", { class: "shad-dag__node-meta", x: 14, y: 42 });
+    small.textContent = `collapse ${it.hides} subtasks`;
+    g.append(big, small);
+    const close = () => {
+      expanded.delete(it.key);
+      drawGraph();
+      // Keyboard users land on the "+N more" box they can open again.
+      const again = viewport.querySelector(`[data-group="${CSS.escape(it.key)}"]`);
+      if (again) again.focus();
+    };
+    g.addEventListener("click", close);
+    g.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") {
+        ev.preventDefault();
+        close();
       }
     });
     return g;
@@ -852,7 +894,8 @@ function render({ model, el }) {
     viewport.appendChild(edgeLayer);
     const maxTokens = Math.max(0, ...nodes.map((n) => n.tokens || 0));
     for (const it of lay.items) {
-      viewport.appendChild(it.kind === "group" ? groupBox(it, it) : nodeBox(full.get(it.id), it, selected, maxTokens));
+      const box = it.kind === "group" ? groupBox(it, it) : it.kind === "fewer" ? fewerBox(it, it) : nodeBox(full.get(it.id), it, selected, maxTokens);
+      viewport.appendChild(box);
     }
     size = { width: lay.width, height: lay.height };
     rootPos = lay.pos.get("root") || lay.items[0] || null;
