@@ -18,7 +18,7 @@ from ._parse import RELATION_FIELDS
 if TYPE_CHECKING:  # networkx takes ~0.3 s to import: only when a graph is built
     import networkx as nx
 
-__all__ = ["LinkGraph", "Resolver", "UnresolvedLink"]
+__all__ = ["LinkGraph", "Resolver", "UnresolvedLink", "add_link_edge"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,21 @@ class Resolver:
         return self.by_alias.get(low, [])
 
 
+def add_link_edge(graph: Any, source: str, target: str, kind: str, embed: bool, relation: str | None) -> None:
+    """One link from ``source`` to ``target`` in a networkx graph: an edge of kind ``embed`` or ``link``
+    (wikilink and markdown links are one kind), counted, with the frontmatter relations it carries."""
+    edge_kind = "embed" if embed else ("link" if kind in ("wikilink", "markdown") else kind)
+    if graph.has_edge(source, target):
+        data = graph.edges[source, target]
+        data["count"] += 1
+        if relation:
+            data.setdefault("relations", set()).add(relation)
+    else:
+        graph.add_edge(
+            source, target, kind=edge_kind, count=1, **({"relations": {relation}} if relation else {})
+        )
+
+
 @dataclass
 class LinkGraph:
     """Notes as nodes, links as edges (``kind``: link, embed, frontmatter, or a typed ``relation``)."""
@@ -145,19 +160,10 @@ class LinkGraph:
                     )
                 if target == path or target not in graph:
                     continue  # self links and links to attachments are not graph edges
-                kind = "embed" if link.get("embed") else link.get("kind", "wikilink")
-                if kind == "wikilink" or kind == "markdown":
-                    kind = "link"
                 relation = link.get("field") if link.get("field") in RELATION_FIELDS else None
-                if graph.has_edge(path, target):
-                    data = graph.edges[path, target]
-                    data["count"] += 1
-                    if relation:
-                        data.setdefault("relations", set()).add(relation)
-                else:
-                    graph.add_edge(
-                        path, target, kind=kind, count=1, **({"relations": {relation}} if relation else {})
-                    )
+                add_link_edge(
+                    graph, path, target, link.get("kind", "wikilink"), bool(link.get("embed")), relation
+                )
         return result
 
     def backlinks(self, path: str) -> list[str]:

@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._graph import LinkGraph, Resolver, UnresolvedLink
+from ._graph import LinkGraph, Resolver, UnresolvedLink, add_link_edge
 from ._model import Link
 from ._parse import RELATION_FIELDS
 
@@ -309,14 +309,5 @@ def export_graph(query: Query) -> LinkGraph:
             )
         if dst == src or dst not in notes:
             continue  # self links and links to attachments are not graph edges
-        edge_kind = "embed" if embed else ("link" if kind in ("wikilink", "markdown") else kind)
-        if graph.has_edge(path, target_path):
-            data = graph.edges[path, target_path]
-            data["count"] += 1
-            if relation:
-                data.setdefault("relations", set()).add(relation)
-        else:
-            graph.add_edge(
-                path, target_path, kind=edge_kind, count=1, **({"relations": {relation}} if relation else {})
-            )
+        add_link_edge(graph, path, target_path, kind, bool(embed), relation)
     return result
