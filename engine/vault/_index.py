@@ -54,7 +54,8 @@ __all__ = [
 # 10: links resolved at index time (``edges``, ``lookup``, ``dirty``); headings, blocks and links JSON
 #     no longer kept per file (read from the note when asked).
 # 11: no name-matched ``links`` table: ranking's graph neighbours are the resolved ``edges``.
-SCHEMA_VERSION = "11"
+# 12: a note's properties (frontmatter) lead its first passage.
+SCHEMA_VERSION = "12"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000

@@ -15,6 +15,7 @@ from urllib.parse import unquote
 
 from ._frontmatter import split_frontmatter
 from ._model import Diagnostic, Heading, Link, Note
+from ._properties import properties_text
 
 __all__ = [
     "CHUNK_CHARS",
@@ -98,6 +99,12 @@ def parse_for_index(path: str, raw: bytes, *, mtime: float = 0.0) -> tuple[Note,
                 chunks.append(Chunk(heading, " > ".join(trail), piece))
         if budget <= 0:
             break
+    properties = properties_text(note.frontmatter)
+    if properties:  # the facts kept in properties lead the note's first passage, as Obsidian shows them
+        if chunks and chunks[0].heading is None:
+            chunks[0] = Chunk(None, chunks[0].trail, properties + "\n" + chunks[0].text)
+        else:
+            chunks.insert(0, Chunk(None, "", properties))
     if len(chunks) > MAX_CHUNKS:
         tail = "\n".join(c.text for c in chunks[MAX_CHUNKS - 1 :])
         chunks = [
