@@ -79,3 +79,15 @@ def test_a_plain_ask_needs_most_of_its_words_near_the_claim() -> None:
     assert uncovered_asks([ask], [unrelated]) == [ask]
     (capital,) = goal_asks("What is the capital of France?")
     assert uncovered_asks([capital], [syntax, unrelated]) == [capital]
+
+
+def test_the_subtask_a_conflict_bullet_names_is_not_what_its_source_says() -> None:
+    (ask,) = goal_asks("How many moons orbit Neptune?")
+    side = CoverEvidence(
+        "30 — from “How many moons orbit Neptune?” (`root`): “The Standard plan keeps history for 30 days.”",
+        "Plans/Sync plan.md Sync plan",
+        "The Standard plan keeps version history for 30 days.",
+    )
+    assert uncovered_asks([ask], [side]) == [ask]
+    said = CoverEvidence("Neptune has sixteen known moons.", "Space/Neptune.md Moons", "sixteen moons")
+    assert uncovered_asks([ask], [said]) == []

@@ -66,6 +66,16 @@ def test_a_planted_pair_that_disagrees_shows_both_values_with_their_citations(tm
     assert r.status is RunStatus.SUCCESS and r.summary["uncovered"] == [] and r.summary["answered"] is True
 
 
+def test_the_subtask_a_conflict_names_covers_no_ask(tmp_path: Path) -> None:
+    """A conflict's sides name the subtask that found them ("from “TASK”"), here the goal itself: those
+    are the run's words, not the sources', and the two notes on version history do not answer it."""
+    goal = "How many moons orbit Neptune under the Standard plan?"
+    r = offline(goal, write_vault(tmp_path / "v", PLANTED))
+    assert r.summary["conflicts"] and f"from “{goal}”" in body(r)
+    assert r.summary["uncovered"] == [goal] and r.status is RunStatus.PARTIAL and r.exit_code == 3
+    assert r.summary["answered"] is False
+
+
 def test_identical_copies_alone_are_neither_conflict_nor_agreement(tmp_path: Path) -> None:
     notes = {k: v for k, v in PLANTED.items() if "Pricing" not in k}
     r = offline(HISTORY, write_vault(tmp_path / "v", notes))

@@ -44,6 +44,9 @@ _SIDE_END = re.compile(
     r"\s*[:;,]\s+(.+)$|\s+(?:in terms of|for|on|regarding|when|with respect to)\s+(.+)$|[?.!]+$", re.I
 )
 _SIDE_START = re.compile(r"^.*\b(?:in|of|for|on|between|compare|contrast)\s+", re.I)
+# A conflict bullet names the subtask that found its side ("VALUE — from “TASK” (`node`): “STATEMENT”",
+# ``synthesis.render_conflicts``): the task's words are the run's, not the source's, and cover nothing.
+_FOUND_BY = re.compile(r"\s+—\s+from\s+“[^”]*”\s+\(`[^`]*`\):")
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def goal_asks(goal: str) -> list[Ask]:
 
 
 def _covers(ask: Ask, ev: CoverEvidence) -> bool:
-    said, where = set(content_terms(ev.claim)), set(content_terms(ev.where))
+    said, where = set(content_terms(_FOUND_BY.sub(" ", ev.claim))), set(content_terms(ev.where))
     passage = set(content_terms(ev.passage))
     if ask.side:
         named = all(has_term(t, where) for t in ask.terms) or (

@@ -27,6 +27,7 @@ from ..retrieval.synthesis import Conflict, detect_conflicts, drop_repeated_bull
 from ._conflict_checkpoint import gate as conflict_gate
 from ._context import RunContext
 from ._model_calls import ModelCalls
+from ._weak_evidence import note_key, weak_asks, weak_notes, weak_retrieval
 from .dag import Node
 
 __all__ = ["BodyChecks", "check_body", "check_root", "verify_citations"]
@@ -221,22 +222,26 @@ def check_body(ctx: RunContext, body: str, root: Node | None) -> BodyChecks:
         claims = sup.claims_of(body)
         verdicts, method = sup.check_lexically(claims, spans), "lexical"
         body = sup.flag_unsupported(body, verdicts)
+    weak = weak_notes(ctx.run.dag)  # what only weak retrievals found covers no ask (``_weak_evidence``)
     evidence = [
         cover.CoverEvidence(v.claim, spans.get(raw, ("", ""))[1] or raw, spans.get(raw, ("", ""))[0])
         for v in verdicts
         if v.supported
         for raw in v.citations
+        if note_key(raw) not in weak
     ]
     # A software run answers with code, checked by its own checks: its goal's asks are not looked up.
     asks = [] if ctx.run.strategy == "software" else cover.goal_asks(ctx.config.goal)
-    checks = BodyChecks(body, verdicts, method, cover.uncovered_asks(asks, evidence), len(asks))
+    lacking = cover.uncovered_asks(asks, evidence) + weak_asks(asks, ctx.run.dag, evidence)
+    checks = BodyChecks(body, verdicts, method, [a for a in asks if a in lacking], len(asks))
     if root is not None and wrote:
         checks.conflicts = list(root.retrieval.get("conflicts", []))
         checks.repeats_dropped = int(root.retrieval.get("repeats_dropped", 0))
     elif not isinstance(recorded, dict):
         checks.repeats_dropped = dropped
-    # A run that stopped early has not looked everywhere (a subtask pruned as redundant did: its holders)
-    finished = all(n.status.ok or n.redundant for n in ctx.run.dag)
+    # A run that stopped early has not looked everywhere (a subtask pruned as redundant did: its holders;
+    # one whose retrieval stayed weak after the whole ladder did too)
+    finished = all(n.status.ok or n.redundant or weak_retrieval(n) for n in ctx.run.dag)
     if asks and len(checks.uncovered) == len(asks) and claims and finished:
         checks.answered = False
         checks.body = NOT_AN_ANSWER + "\n\n" + body.strip()
