@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "section_heading", "stem"]
+__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "section_heading", "stem", "stems_of"]
 
 STOP_WORDS = frozenset(
     """
@@ -42,6 +42,21 @@ _stemmer = snowballstemmer.stemmer("english")
 def stem(word: str) -> str:
     """The English (Porter 2) stem of a lower-cased word; used for reranking and snippets."""
     return str(_stemmer.stemWord(word.lower()))
+
+
+_AGENT = ("or", "er")
+
+
+def stems_of(words: list[str] | set[str]) -> set[str]:
+    """The stems of ``words``, and for a doer's noun its verb's too ("director" also holds "direct",
+    "publisher" "publish"): a property named ``director`` answers "who directed ...?"."""
+    out: set[str] = set()
+    for word in words:
+        w = word.lower()
+        out.add(stem(w))
+        if len(w) > 5 and w.endswith(_AGENT):
+            out.add(stem(w[:-2]))
+    return out
 
 
 @dataclass

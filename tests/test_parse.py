@@ -874,8 +874,10 @@ def test_chunks_split_at_headings_with_trail() -> None:
         ("Sibling", "Top > Sibling"),
         ("Second top", "Second top"),
     ]
-    assert chunks[0].text.startswith("Intro.")
-    assert "type: x" not in "".join(c.text for c in chunks)  # frontmatter is not body text
+    # The properties lead the first passage (as Obsidian shows them above the body); the YAML does not.
+    assert chunks[0].text.startswith("type: x\nIntro.")
+    assert "---" not in "".join(c.text for c in chunks)
+    assert "type: x" not in "".join(c.text for c in chunks[1:])
     assert chunks[2].text.startswith("## Child")
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NoteNotFoundError, PathOutsideVaultError, ShadError, UsageError
-from ..vault import Note, Vault, VaultSet, is_local
+from ..vault import Note, Vault, VaultSet, is_local, properties_text
 from ._checks import CallRefused, check_path, hidden_target, int_arg, link_text, str_arg, str_list, where_arg
 from ._net import NetPolicy, NetRefused, fetch
 from ._roots import MAX_LISTING, FsRoot, choose_root, list_root_files, read_root_file
@@ -243,6 +243,7 @@ class BrokerRun:
     def read_note(self, path: Any = None, vault: Any = None) -> Any:
         note = self._note(path, vault)
         data = note.to_dict()
+        data["properties"] = properties_text(note.frontmatter, note.body)
         data["backlinks"] = self._owner(note).backlinks(note.path)
         if len(note.body) > MAX_BODY_CHARS:
             data["body"] = note.body[:MAX_BODY_CHARS]

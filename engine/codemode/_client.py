@@ -89,14 +89,16 @@ class Obsidian:
         vault: str | None = None,
         vaults: list[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Ranked full-text search; each hit has vault, path, title, score, snippet, heading, type, tags."""
+        """Ranked full-text search; each hit has vault, path, title, score, snippet, heading, type, tags,
+        and ``passage``: the whole passage that matched (the note's properties lead its first one)."""
         return self._call(  # type: ignore[no-any-return]
             "search", query=query, limit=limit, path=path, type=type, tags=tags, where=where,
             vault=vault, vaults=vaults,
         )  # fmt: skip
 
     def read_note(self, path: str, vault: str | None = None) -> dict[str, Any]:
-        """One note: path, title, frontmatter, body, tags, headings, links, hash, ..."""
+        """One note: path, title, frontmatter, ``properties`` (its frontmatter as ``key: value`` lines),
+        body, tags, headings, links, hash, ..."""
         return self._call("read_note", path=path, vault=vault)  # type: ignore[no-any-return]
 
     def list_notes(

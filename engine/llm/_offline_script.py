@@ -1,10 +1,10 @@
 """The offline provider's retrieval script: a fixed template, filled with the task's queries.
 
 The script runs in the Code Mode sandbox, where ``obsidian`` is the vault API. It searches for the
-task, then for its key words, then for each hint; reads the notes of the best hits; hands back each
-hit's section (the text under its heading) with a full-path wikilink; and sets ``__result__`` to
-``{context, citations, queries, signals, confidence, why}``. Confidence is the share of the task's key
-words that occur in the context (the engine scores retrieval itself anyway).
+task, then for its key words, then for each hint; hands back each hit's passage (the text that
+matched; for a search that gives none, the section under the hit's heading) with a full-path wikilink;
+and sets ``__result__`` to ``{context, citations, queries, signals, confidence, why}``. Confidence is
+the share of the task's key words that occur in the context (the engine scores retrieval itself anyway).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ context = []
 citations = []
 for hit in hits[:LIMIT]:
     key = (hit["vault"], hit["path"])
-    if key not in notes:
+    text = hit.get("passage") or ""
+    if not text and key not in notes:
         try:
             notes[key] = obsidian.read_note(hit["path"], vault=hit["vault"])
         except Exception:
@@ -78,7 +79,7 @@ for hit in hits[:LIMIT]:
         "vault": hit["vault"],
         "path": hit["path"],
         "heading": heading,
-        "text": section(notes[key], heading),
+        "text": text or section(notes[key], heading),
         "citation": "[[" + prefix + target + "]]",
     }})
     citations.append({{"vault": hit["vault"], "path": hit["path"], "heading": heading}})

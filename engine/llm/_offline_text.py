@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..text import parse_query, stem
+from ..text import parse_query, stem, stems_of
 
 __all__ = [
     "Passage",
@@ -86,7 +86,7 @@ def terms(text: str) -> list[str]:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text.lower())}
+    return stems_of(_WORD.findall(text.lower()))
 
 
 def _link_label(m: re.Match[str]) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from ..codemode import Sandbox, SandboxError
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
-from ..vault import VaultSet, is_conflict_copy
+from ..vault import VaultSet, is_conflict_copy, properties_text
 from ._direct import (
     ContextItem,
     DirectSearchRetriever,
@@ -34,9 +34,10 @@ __all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy", "api_descri
 API_DESCRIPTION = """\
 obsidian.search(query: str, limit: int = 10, path: str | None = None, type: str | None = None,
                 tags: list[str] | None = None, vault: str | None = None) -> list[dict]
-    hits: {vault, path, title, score, snippet, heading, type, tags}; plain questions work as queries
+    hits: {vault, path, title, score, snippet, heading, type, tags, passage}; plain questions work as
+    queries; passage: the whole passage that matched (a note's properties lead its first one)
 obsidian.read_note(path: str, vault: str | None = None) -> dict
-    {path, title, frontmatter, body, tags, headings: [{level, text, offset}], links, hash}
+    {path, title, frontmatter, properties, body, tags, headings: [{level, text, offset}], links, hash}
 obsidian.list_notes(folder: str | None = None) -> list[str]
 obsidian.get_frontmatter(path) -> dict            obsidian.links(path) / obsidian.backlinks(path) -> list[str]
 obsidian.neighbors(path, depth=1) -> list[str]    obsidian.create_wikilink(path, heading=None) -> str
@@ -47,9 +48,10 @@ Set __result__ = {"context": [{"vault", "path", "heading", "text", "citation"}],
                   "queries": [...], "signals": {...}, "confidence": 0.0-1.0, "why": "..."}
 Example:
     hits = obsidian.search("first crack temperature", limit=5)
-    note = obsidian.read_note(hits[0]["path"], vault=hits[0]["vault"])
-    __result__ = {"context": [{"vault": hits[0]["vault"], "path": note["path"], "heading": hits[0]["heading"],
-                  "text": note["body"][:1200], "citation": obsidian.create_wikilink(note["path"])}],
+    best = hits[0]
+    link = obsidian.create_wikilink(best["path"], best["heading"])
+    __result__ = {"context": [{"vault": best["vault"], "path": best["path"], "heading": best["heading"],
+                  "text": best["passage"], "citation": link}],
                   "citations": [], "queries": ["first crack temperature"], "signals": {},
                   "confidence": 0.8, "why": "the note on first crack"}
 """
@@ -309,7 +311,9 @@ class CodeModeRetriever:
         except Exception as exc:  # a name the script invented, or a path outside the vault
             return f"not a note of the vaults ({type(exc).__name__})"
         probe = _squash(text)[:200]
-        return None if probe and probe[:80] in _squash(note.body) else "text does not occur in the cited note"
+        # A search hit's passage leads with the note's properties, as Obsidian shows them above the body.
+        source = _squash(properties_text(note.frontmatter, note.body) + "\n" + note.body)
+        return None if probe and probe[:80] in source else "text does not occur in the cited note"
 
 
 def _squash(text: str) -> str:

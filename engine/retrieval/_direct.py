@@ -19,8 +19,8 @@ from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..strategies import get as get_strategy
 from ..strategies import names as strategy_names
 from ..strategies import split_clauses
-from ..text import parse_query, stem
-from ..vault import Hit, Note, VaultSet
+from ..text import parse_query, stem, stems_of
+from ..vault import Hit, Note, VaultSet, properties_text
 from .citations import make_citation
 
 __all__ = [
@@ -110,6 +110,8 @@ def section(note: Note, heading: str | None, snippet: str) -> str:
                 end = later[0].offset if later else len(body)
                 break
     text = body[start:end].strip()
+    if not heading and note.frontmatter:  # the lead section: the properties Obsidian shows above it
+        text = "\n".join(t for t in (properties_text(note.frontmatter, note.body), text) if t)
     if len(text) <= SECTION_CHARS:
         return text
     # A long section: keep the window around the snippet the search found.
@@ -178,7 +180,11 @@ def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[st
         return 0.0, signals
     texts = [c.text.lower() for c in items]
     # Whole words by stem ("ceremonies" holds "ceremony"), not any word a stem begins ("teach" is no "tea").
-    held = [words & {stem(w) for w in _WORDS.findall(t)} for t in texts]
+    # A passage also holds what its note's name and heading say it is about: the properties of the note
+    # "Blade Runner" answer "who directed Blade Runner?" without naming the film.
+    held = [
+        words & (stems_of(_WORDS.findall(t)) | _label_stems(c)) for c, t in zip(items, texts, strict=True)
+    ]
     n = len(items)
     weight = {w: math.log(1 + (n + 1) / (sum(w in h for h in held) + 0.5)) for w in words}
     total = sum(weight.values())
@@ -222,9 +228,17 @@ def _per_ask(task: str, held: list[set[str]], weight: dict[str, float]) -> tuple
     return best, sum(size * share(anywhere, a) for a, size in zip(asks, sizes, strict=True)) / total
 
 
+def _label_stems(item: ContextItem) -> set[str]:
+    """Stems of the words of a context item's note name and heading."""
+    name = item.path.rsplit("/", 1)[-1]
+    name = name[:-3] if name.lower().endswith(".md") else name
+    return {stem(w) for w in _WORDS.findall(f"{name} {item.heading or ''}".lower())}
+
+
 def _missing_words(task: str, items: list[ContextItem]) -> list[str]:
-    """The task's words (stop words out) that no context item holds (compared by stem)."""
-    texts = [c.text.lower() for c in items]
+    """The task's words (stop words out) that no context item holds (compared by stem) in its text, its
+    note's name or its heading."""
+    texts = [f"{c.text} {c.path.rsplit('/', 1)[-1]} {c.heading or ''}".lower() for c in items]
     missing = []
     for word in parse_query(task).words():
         pattern = re.compile(r"\b" + re.escape(stem(word)))
@@ -268,12 +282,12 @@ class DirectSearchRetriever:
         notes: dict[tuple[str, str], Note] = {}
         for hit in hits[: self.limit]:
             key = (hit.vault, hit.path)
-            if key not in notes:
+            if not hit.passage and key not in notes:  # a vault whose search hands over no passage
                 try:
                     notes[key] = self.vaults.get(hit.vault).read_note(hit.path)
                 except Exception:  # a note deleted or unreadable since indexing: skip it
                     continue
-            text = section(notes[key], hit.heading, hit.snippet)
+            text = hit.passage or section(notes[key], hit.heading, hit.snippet)
             items.append(
                 ContextItem(
                     hit.vault,
@@ -323,7 +337,7 @@ class DirectSearchRetriever:
                 best = found[0]
                 seen.add((hit.vault, path))
                 link = citation_link(hit.vault, path, best.heading, multi)
-                text = section(note, best.heading, best.snippet)
+                text = best.passage or section(note, best.heading, best.snippet)
                 out.append(ContextItem(hit.vault, path, best.heading, text, link, best.score))
                 if len(out) >= LINKED_ITEMS:
                     return out

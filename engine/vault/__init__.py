@@ -8,6 +8,7 @@ from ._index import IndexStats, VaultIndex
 from ._layered import VaultSet
 from ._model import Diagnostic, Heading, Hit, Link, Note
 from ._parse import parse_note
+from ._properties import properties_text
 from ._scan import is_conflict_copy
 from ._vault import Vault, normalize_note_path
 from ._writer import NoteWrite, StateCorruptionError, VaultWriter, WriteHook, WriteRefusedError, render_note
@@ -37,6 +38,7 @@ __all__ = [
     "normalize_note_path",
     "open_vault",
     "parse_note",
+    "properties_text",
     "register_backend",
     "render_note",
 ]

@@ -119,6 +119,9 @@ class Hit:
     type: str | None = None
     tags: list[str] = field(default_factory=list)
     mtime: float = 0.0
+    # The whole passage the hit matched (a section, or part of a long one, properties first in a note's
+    # first passage): what a retrieval hands over, where ``snippet`` is what a person skims.
+    passage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

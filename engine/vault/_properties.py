@@ -15,24 +15,35 @@ from typing import Any
 __all__ = ["properties_text"]
 
 # Ranked through the names table already (tags, aliases) or display-only settings.
-SKIPPED_KEYS = frozenset({"tags", "tag", "aliases", "alias", "cssclasses", "cssclass", "position"})
+SKIPPED_KEYS = frozenset(
+    {"tags", "tag", "aliases", "alias", "cssclasses", "cssclass", "position", "permalink", "image", "banner"}
+)
 MAX_CHARS = 600
 MAX_VALUES = 12  # of one list-valued property
 MAX_VALUE_CHARS = 200
+# A longer value is prose (a description, a summary): the names table ranks it already, and in the
+# passage it mostly repeats the note's first sentence.
+PROSE_WORDS = 12
 
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//|^(?:https?|file|data|obsidian):", re.I)
 _WIKILINK = re.compile(r"!?\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]")
-_FILE = re.compile(r"\.(?:png|jpe?g|gif|webp|svg|bmp|avif|pdf|mp[34]|m4a|wav|ogg|webm|mov|canvas|base)$", re.I)
+_FILE = re.compile(
+    r"\.(?:png|jpe?g|gif|webp|svg|bmp|avif|pdf|mp[34]|m4a|wav|ogg|webm|mov|canvas|base)$", re.I
+)
 
 
-def properties_text(frontmatter: dict[str, Any]) -> str:
+def properties_text(frontmatter: dict[str, Any], body: str = "") -> str:
     """``key: value`` lines for the properties worth searching: text, numbers, dates and links (shown
-    as the linked note's name); no URLs, attachments, tags or aliases."""
+    as the linked note's name); no flags, URLs, attachments, tags, aliases or display settings, no prose
+    and no text the note's ``body`` already says (a ``description`` copied from the first sentence would
+    count its words twice)."""
     lines: list[str] = []
     for key, value in frontmatter.items():
         if not isinstance(key, str) or key.lower() in SKIPPED_KEYS:
             continue
-        shown = _shown(value)
+        shown = [
+            v for v in _shown(value) if not (len(v) > 40 and v in body) and len(v.split()) <= PROSE_WORDS
+        ]
         if shown:
             lines.append(f"{key}: {', '.join(shown)}")
     return "\n".join(lines)[:MAX_CHARS].strip()
@@ -46,7 +57,7 @@ def _shown(value: Any) -> list[str]:
                 out += _shown(item)
         return out
     if isinstance(value, bool):
-        return ["true" if value else "false"]
+        return []  # a flag (publish, draft, mobile) is a setting; its key's word would rank the note
     if isinstance(value, (int, float, _dt.date)):
         return [value.isoformat() if isinstance(value, _dt.date) else str(value)]
     if not isinstance(value, str):

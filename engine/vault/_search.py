@@ -26,6 +26,10 @@ _N_DOCS = 40  # whole notes ranked per query
 _FIRST_PASSAGES = 8
 _SEARCH_PASSAGE_OF = 1
 _EXCLUDED_TOKEN = re.compile(r"(?:^|\s)-\S+")
+PASSAGE_CHARS = 2_000  # of a hit's passage handed over (a note's last passage may hold its long tail)
+PASSAGE_WINDOW = 1_800  # the passages around the matched one join it up to this many characters
+_FOLLOWING = 2  # of the passages after it, at most
+_SHORT_FIRST = 400  # a note's first passage joins a hit further down when it is this short
 
 
 @dataclass
@@ -66,7 +70,7 @@ _META = (
 )
 _NO_FILTER = "f.is_note = 1"
 
-PASSAGE_WEIGHTS = "1.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
+PASSAGE_WEIGHTS = "2.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
 NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0, 0.5"  # title, aliases, tags, all headings, frontmatter values
 NAME_SCORE_WEIGHT = 0.25  # a name match is short, so its BM25 runs high: scale it to a passage's
 SECOND_PASSAGE_WEIGHT = 0.6  # a second matching passage in the same note adds this share of its score
@@ -332,34 +336,74 @@ def _fill_meta(
         del candidates[fid]
 
 
-def _passages(index: VaultIndex, shown: list[_Candidate]) -> dict[int, tuple[str | None, str]]:
-    """rowid -> (heading, body) of the passages the hits show, in one query: each hit's best passage,
-    or for a note matched on its name only, its first few (the best of them is shown)."""
+def _passages(index: VaultIndex, shown: list[_Candidate]) -> dict[int, tuple[str | None, str, str]]:
+    """rowid -> (heading, body) of the passages the hits show, in one query: each hit's best passage
+    with its note's first one and its neighbours (for ``_window``), or for a note matched on its name
+    only, its first few (the best of them is shown)."""
     rowids: list[int] = []
     for c in shown:
         lo = c.fid << CHUNK_BITS
-        rowids += [c.chunk] if c.chunk >= 0 else range(lo, lo + _FIRST_PASSAGES)
+        rowids += (
+            [lo, *range(max(lo, c.chunk - 1), c.chunk + 1 + _FOLLOWING)]
+            if c.chunk >= 0
+            else range(lo, lo + _FIRST_PASSAGES)
+        )
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
-    rows = index.query(f"SELECT rowid, heading, body FROM fts WHERE rowid IN ({marks})", rowids)
-    return {rowid: (heading, body) for rowid, heading, body in rows}
+    rows = index.query(f"SELECT rowid, heading, body, headings FROM fts WHERE rowid IN ({marks})", rowids)
+    return {rowid: (heading, body, trail or "") for rowid, heading, body, trail in rows}
 
 
 def _to_hit(
-    vault_id: str, c: _Candidate, parsed: ParsedQuery, passages: dict[int, tuple[str | None, str]]
+    vault_id: str, c: _Candidate, parsed: ParsedQuery, passages: dict[int, tuple[str | None, str, str]]
 ) -> Hit:
     words = parsed.words()
-    if c.chunk >= 0:
-        heading, body = passages.get(c.chunk, (None, ""))
-    else:  # matched on its name only: show the best of its first passages
+    chunk = c.chunk
+    if chunk < 0:  # matched on its name only: show the best of its first passages
         lo = c.fid << CHUNK_BITS
-        rows = [passages[r] for r in range(lo, lo + _FIRST_PASSAGES) if r in passages]
-        heading, body = max(rows, key=lambda r: densest_window(r[1], words)[0]) if rows else (None, "")
+        rows = [r for r in range(lo, lo + _FIRST_PASSAGES) if r in passages]
+        chunk = max(rows, key=lambda r: densest_window(passages[r][1], words)[0]) if rows else -1
+    heading, body, _trail = passages.get(chunk, (None, "", ""))
     snippet, _ = make_snippet(body, words)
+    passage = _window(passages, chunk, c.fid << CHUNK_BITS) if chunk >= 0 else ""
     return Hit(
-        vault_id, c.path, c.title, round(c.score, 4), snippet, heading, c.type, c.tags, c.mtime_ns / 1e9
+        vault_id,
+        c.path,
+        c.title,
+        round(c.score, 4),
+        snippet,
+        heading,
+        c.type,
+        c.tags,
+        c.mtime_ns / 1e9,
+        passage=passage[:PASSAGE_CHARS],
     )
+
+
+def _window(passages: dict[int, tuple[str | None, str, str]], chunk: int, first: int) -> str:
+    """What a retrieval hands over for a hit: its passage and, while they fit in ``PASSAGE_WINDOW``,
+    the passages around it that its citation covers, in note order. A hit under a heading cites that
+    section: the other pieces of a long section and its subsections join (a quote's commentary above
+    it). A hit with no heading cites the whole note: its first passage (properties and lead, when
+    short) and the passages after it (the lines under a short note's next heading often hold the
+    answer its first lines introduce)."""
+    heading, body, trail = passages.get(chunk, (None, "", ""))
+
+    def covered(row: tuple[str | None, str, str]) -> bool:
+        return heading is None or row[2] == trail or row[2].startswith(trail + " > ")
+
+    chosen = {chunk}
+    size = len(body)
+    for nxt in (first, chunk - 1, *range(chunk + 1, chunk + 1 + _FOLLOWING)):
+        row = passages.get(nxt) if nxt >= first else None
+        if nxt in chosen or row is None or not row[1].strip() or not covered(row):
+            continue
+        if size + len(row[1]) > PASSAGE_WINDOW or (nxt == first and len(row[1]) > _SHORT_FIRST):
+            continue
+        chosen.add(nxt)
+        size += len(row[1]) + 1
+    return "\n".join(passages[r][1].strip() for r in sorted(chosen))
 
 
 def _list_only(index: VaultIndex, vault_id: str, limit: int, where: str, params: list[Any]) -> list[Hit]:
