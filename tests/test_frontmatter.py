@@ -81,6 +81,22 @@ def test_a_real_vault_reads_the_same(name: str) -> None:
         "tab:\tx\n",
         "url: http://x\n",
         "emph: *alias\n",
+        'up: "[[Parent note]]"\n',
+        'list:\n  - "[[A]]"\n  - "b: c # d"\n',
+        'q: ""\n',
+        'q: "a\\"b"\n',
+        'q: "a\\nb"\n',
+        'q: "a" # c\n',
+        'q: "a"b"\n',
+        'q: "tab\tinside"\n',
+        'q: "line\u2028break"\n',
+        "topics: []\nlast: x\n",
+        "topics: [] \n",
+        "topics: []\n  - a\n",
+        "list:\n  - []\n",
+        "speaker: \nrating:   \n",
+        "tags: \n  - a\n  - b\n",
+        "key:\t\n",
     ],
 )
 def test_tricky_blocks_read_the_same_or_go_to_yaml(block: str) -> None:
@@ -97,3 +113,7 @@ def test_simple_frontmatter_never_reaches_yaml(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(yaml, "load", refuse)
     data, body, line = split_frontmatter(text, [])
     assert (data, body, line) == ({"title": "Espresso", "tags": ["coffee"]}, "body\n", 6)
+    # Links in quotes, empty lists and empty values, as templates write them, are read by hand too.
+    text = '---\nup: "[[Parent]]"\ntopics: []\nrating: \ntags:\n  - "[[A b]]"\n---\nbody\n'
+    data, _body, _line = split_frontmatter(text, [])
+    assert data == {"up": "[[Parent]]", "topics": [], "rating": None, "tags": ["[[A b]]"]}

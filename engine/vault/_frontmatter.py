@@ -100,12 +100,16 @@ def split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[st
 
 # The frontmatter most notes have: ``key: word`` lines and ``key:`` followed by ``- word`` items, where
 # every key and value is text YAML could not read as anything else (it starts with a letter, holds no
-# character that means something to YAML, and is no YAML 1.1 boolean or null). Read by hand, it gives
-# what YAML gives (tests/test_frontmatter.py checks that on every real vault), at a fraction of the
-# cost: YAML was about half of a note's parse time. Anything else goes to YAML.
+# character that means something to YAML, and is no YAML 1.1 boolean or null), a double-quoted string
+# without escapes (``"[[Link]]"``), ``[]``, or nothing. Read by hand, it gives what YAML gives
+# (tests/test_frontmatter.py checks that on every real vault), at a fraction of the cost: YAML was about
+# half of a note's parse time. Anything else goes to YAML.
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _SIMPLE_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9 _./()?-]*\Z")
+# Printable in YAML's sense, no escapes, no line breaks (YAML folds those): the text between the quotes.
+_QUOTED = re.compile('"[^"\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]*"\\Z')
 _YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
+_NOT_SIMPLE = object()
 
 
 def _simple(block: str) -> dict[str, Any] | None:
@@ -120,10 +124,11 @@ def _simple(block: str) -> dict[str, Any] | None:
             if key is None:
                 return None
             pad, _, item = line.partition("- ")
-            if (indent is not None and pad != indent) or pad.strip() or not _plain_word(item):
+            value = _scalar(item)
+            if (indent is not None and pad != indent) or pad.strip() or value is _NOT_SIMPLE:
                 return None
             indent = pad
-            data[key].append(item)
+            data[key].append(value)
             continue
         name, sep, value = line.partition(":")
         if not sep or not _SIMPLE_KEY.match(name) or name.lower() in _YAML_WORDS:
@@ -131,16 +136,25 @@ def _simple(block: str) -> dict[str, Any] | None:
         if key is not None and not data[key]:
             data[key] = None  # ``key:`` with nothing under it
         key, indent = None, None
-        if not value:
+        if not value.strip(" "):  # ``key:`` (trailing spaces too): a list follows, or nothing
             key = name
             data[name] = []
-        elif value.startswith(" ") and _plain_word(value[1:]):
-            data[name] = value[1:]
+        elif value == " []":
+            data[name] = []
+        elif value.startswith(" ") and (scalar := _scalar(value[1:])) is not _NOT_SIMPLE:
+            data[name] = scalar
         else:
             return None
     if key is not None and not data[key]:
         data[key] = None
     return data
+
+
+def _scalar(text: str) -> Any:
+    """The value of a plain word or an escape-free double-quoted string; ``_NOT_SIMPLE`` otherwise."""
+    if text.startswith('"'):
+        return text[1:-1] if _QUOTED.match(text) else _NOT_SIMPLE
+    return text if _plain_word(text) else _NOT_SIMPLE
 
 
 def _plain_word(text: str) -> bool:
