@@ -53,7 +53,6 @@ CREATE TABLE IF NOT EXISTS dirty(tail TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 LINK_TABLES = ("edges", "lookup", "dirty")
 EXACT, NAME, ALIAS = 0, 1, 2  # lookup kinds
-_MEMO = 50_000  # lookups remembered while resolving
 _CHUNK = 5000
 
 # A link as stored: (target, line, kind, embed, relation)
@@ -163,34 +162,67 @@ class IndexResolver(Resolver):
         return self._paths(low, ALIAS)
 
 
-def _cached(conn: sqlite3.Connection) -> Query:
-    """Lookups through a bounded memo: links to one name repeat the same few lookups, and a first build
-    resolves every link of the vault (an in-memory table of every file would grow with the vault)."""
-    memo: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+class _Asked(Resolver):
+    """A resolver whose every lookup finds nothing, noting what it was asked: the lookups a real
+    resolution makes are a prefix of these (a lookup's key never depends on an earlier answer, only
+    whether it is made), so they are every lookup a link can need."""
 
-    def query(sql: str, params: tuple[Any, ...] | list[Any]) -> list[tuple[Any, ...]]:
-        key = (sql, tuple(params))
-        found = memo.get(key)
-        if found is None:
-            if len(memo) > _MEMO:
-                memo.clear()
-            found = memo[key] = conn.execute(sql, params).fetchall()
-        return found
+    def __init__(self) -> None:
+        self.keys: set[tuple[str, int]] = set()
 
-    return query
+    def _exact_lower(self, low: str) -> str | None:
+        self.keys.add((low, EXACT))
+        return None
+
+    def _named(self, low: str) -> list[str]:
+        self.keys.add((low, NAME))
+        return []
+
+    def _aliased(self, low: str) -> list[str]:
+        self.keys.add((low, ALIAS))
+        return []
+
+
+class _Fetched(Resolver):
+    """Obsidian's resolution over the ``lookup`` rows of a set of keys, read in a few queries: what
+    ``IndexResolver`` would find key by key (the last indexed file for an exact path; every file of a
+    name or alias, in index order)."""
+
+    def __init__(self, conn: sqlite3.Connection, keys: set[tuple[str, int]]) -> None:
+        self.rows: dict[tuple[str, int], list[str]] = {}
+        self.ids: dict[str, int] = {}
+        wanted = sorted({key for key, _ in keys})
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, kind, path, fid in conn.execute(
+                f"SELECT l.key, l.kind, f.path, f.id FROM lookup l JOIN files f ON f.id = l.file_id "
+                f"WHERE l.key IN ({marks}) ORDER BY l.file_id",
+                chunk,
+            ):
+                self.rows.setdefault((key, kind), []).append(path)
+                self.ids[path] = fid
+
+    def _exact_lower(self, low: str) -> str | None:
+        found = self.rows.get((low, EXACT))
+        return found[-1] if found else None
+
+    def _named(self, low: str) -> list[str]:
+        return self.rows.get((low, NAME), [])
+
+    def _aliased(self, low: str) -> list[str]:
+        return self.rows.get((low, ALIAS), [])
 
 
 def resolve_pending(conn: sqlite3.Connection) -> int:
     """Resolve the links whose tail is dirty and the new ones; inside the caller's write transaction (so
     no other writer changes the files in between). Returns how many links were resolved."""
     if conn.execute("SELECT 1 FROM dirty LIMIT 1").fetchone():
-        conn.execute("UPDATE edges SET dst = NULL WHERE tail IN (SELECT tail FROM dirty)")
+        conn.execute("UPDATE edges SET dst = NULL WHERE tail IN (SELECT tail FROM dirty) AND dst IS NOT NULL")
         conn.execute("DELETE FROM dirty")
     pending = conn.execute("SELECT count(*) FROM edges WHERE dst IS NULL").fetchone()[0]
     if not pending:
         return 0
-    query = _cached(conn)
-    resolver = IndexResolver(query)
     while True:
         rows = conn.execute(
             "SELECT e.rowid, f.path, e.target FROM edges e JOIN files f ON f.id = e.src "
@@ -199,14 +231,38 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
         ).fetchall()
         if not rows:
             break
-        updates: list[tuple[int, str | None, int]] = []
-        for rowid, source, target in rows:
-            path, others = resolver.resolve(target, source)
-            got = query("SELECT id FROM files WHERE path = ?", (path,)) if path is not None else []
-            dst = got[0][0] if got else 0
-            updates.append((dst, json.dumps(others, ensure_ascii=False) if others else None, rowid))
-        conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", updates)
+        conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", _resolve_chunk(conn, rows))
     return int(pending)
+
+
+def _resolve_chunk(
+    conn: sqlite3.Connection, rows: list[tuple[int, str, str]]
+) -> list[tuple[int, str | None, int]]:
+    """(dst, others, rowid) for each pending link (rowid, source path, target). A link resolves the
+    same from any note of one folder (but the empty target: the note itself), so each (target, folder)
+    is resolved once; the lookups of the whole chunk are read together, not one query per link."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for rowid, source, target in rows:
+        # The folder stands for the note (as the resolver takes it) but for the empty target.
+        folder = source.rpartition("/")[0]
+        where = (f"{folder}/_" if folder else "_") if target else source
+        groups.setdefault((target, where), []).append(rowid)
+    asked = _Asked()
+    for target, where in groups:
+        asked.resolve(target, where)
+    resolver = _Fetched(conn, asked.keys)
+    updates: list[tuple[int, str | None, int]] = []
+    for (target, where), rowids in groups.items():
+        path, others = resolver.resolve(target, where)
+        dst = 0 if path is None else resolver.ids.get(path) or _file_id(conn, path)
+        shown = json.dumps(others, ensure_ascii=False) if others else None
+        updates += [(dst, shown, rowid) for rowid in rowids]
+    return updates
+
+
+def _file_id(conn: sqlite3.Connection, path: str) -> int:
+    row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 # --- reading ---------------------------------------------------------------------------------------------
