@@ -154,7 +154,7 @@ def test_a_subtask_with_the_same_passages_as_a_finished_sibling_is_pruned_withou
     console = Console(record=True, width=240)
     console.print(render_tree(r.dag, "run"))
     tree = console.export_text()
-    assert f"{pruned[0].id} PRUNED" in tree and f"redundant: same passages as {kept.id}" in tree
+    assert f"{pruned[0].id} PRUNED" in tree and f"pruned: repeats {kept.id}" in tree
 
 
 def test_a_resume_keeps_a_redundant_subtask_pruned_unless_its_holder_runs_again(

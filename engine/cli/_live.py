@@ -16,7 +16,7 @@ from ..events import EventKind, kind_of
 from ..runs.dag import Node, NodeStatus
 from ._term import shorten
 
-__all__ = ["COLOURS", "LiveTree", "render_tree"]
+__all__ = ["COLOURS", "LiveTree", "pruned_reason", "render_tree"]
 
 COLOURS = {
     "CREATED": "dim",
@@ -28,6 +28,14 @@ COLOURS = {
     "NEEDS_HUMAN": "bold yellow",
     "FAILED_WITH_DIAGNOSTIC": "bold red",
 }
+
+
+def pruned_reason(node: Node) -> str:
+    """Why a pruned node never answered: the siblings it repeats (pruned by novelty, a saving), else the
+    reason recorded when it was pruned (a budget, a cancel, a limit that cut it from the plan)."""
+    if node.redundant_with:
+        return f"pruned: repeats {', '.join(node.redundant_with)}"
+    return f"pruned: {node.note}" if node.note else "pruned"
 
 
 def render_tree(
@@ -52,8 +60,9 @@ def render_tree(
         text.append(f"  {shorten(n.task, task_limit) if task_limit else n.task}")
         if n.tokens or n.duration_ms:
             text.append(f"  ({n.tokens} tok, {n.duration_ms / 1000:.1f}s)", style="dim")
-        if n.redundant:  # pruned by novelty (E10): why it never answered, so it is not read as lost
-            text.append(f"  redundant: same passages as {', '.join(n.redundant_with)}", style="magenta")
+        if n.status is NodeStatus.PRUNED:  # why it never answered: a repeat is not read as lost
+            why = pruned_reason(n)
+            text.append(f"  {shorten(why, task_limit) if task_limit else why}", style="magenta")
         note = (notes or {}).get(n.id)
         if note:
             text.append(f"  {note}", style="red" if "✗" in note else "cyan")
@@ -124,6 +133,13 @@ class LiveTree:
             node_id, str(record.get("task", "")), str(record.get("stage", "")), depth, parent
         )
 
+    def _pruned(self, record: dict[str, Any]) -> None:
+        _settle(NodeStatus.PRUNED)(self, record)
+        node = self._node(record)
+        node.note = str(record.get("reason") or "")
+        held = record.get("redundant_with")
+        node.redundant_with = [str(h) for h in held] if isinstance(held, list) else []
+
     def _decomposed(self, record: dict[str, Any]) -> None:
         node = self._node(record)
         node.status, node.started_at = NodeStatus.CREATED, None
@@ -170,7 +186,7 @@ HANDLED: dict[EventKind, Handler] = {
     EventKind.NODE_SUCCEEDED: _settle(NodeStatus.SUCCEEDED),
     EventKind.NODE_CACHE_HIT: _settle(NodeStatus.CACHE_HIT),
     EventKind.NODE_FAILED: _settle(NodeStatus.FAILED),
-    EventKind.NODE_PRUNED: _settle(NodeStatus.PRUNED),
+    EventKind.NODE_PRUNED: LiveTree._pruned,
     EventKind.NODE_NEEDS_HUMAN: _settle(NodeStatus.NEEDS_HUMAN),
     EventKind.NODE_FAILED_WITH_DIAGNOSTIC: _settle(NodeStatus.FAILED_WITH_DIAGNOSTIC),
     EventKind.NODE_DECOMPOSED: LiveTree._decomposed,

@@ -57,6 +57,12 @@ def status_cmd(run_id: str | None, as_json: bool) -> int:
             out.print(
                 f"  [magenta]missing[/] {b['node_id']}: {escape(b['task'])} ({escape(str(b['reason']))})"
             )
+        for r in s.get("pruned_redundant", []):  # pruned by novelty: a saving, not a missing branch
+            saved = f", ~{r['tokens_saved_est']} tokens saved" if r.get("tokens_saved_est") else ""
+            out.print(
+                f"  [magenta]pruned[/] {r['node_id']}: repeats {', '.join(r['same_as'])}{saved} "
+                f"({escape(r['task'])})"
+            )
         for f in s.get("failures", []):
             if f.get("status") == "FAILED_WITH_DIAGNOSTIC":  # retries ran out: what to try next
                 out.print(f"  [bold red]failed with diagnostic[/] {f['node_id']}: {escape(f['message'])}")

@@ -275,6 +275,8 @@ class NodePruned(Event):
     KIND = EventKind.NODE_PRUNED
     node: str
     reason: str
+    # Pruned by novelty (E10): the siblings whose passages it repeats (``Node.redundant_with``)
+    redundant_with: list[str] | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ class RunContext:
 
     def prune(self, node: Node, reason: str) -> None:
         node.status, node.note, node.finished_at = NodeStatus.PRUNED, reason, time.time()
-        self.emit(NodePruned(node=node.id, reason=reason))
+        self.emit(NodePruned(node=node.id, reason=reason, redundant_with=list(node.redundant_with) or None))
 
     def prune_unstarted(self, reason: str) -> None:
         for node in self.run.dag:

@@ -272,8 +272,8 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         if node.status is NodeStatus.CREATED and waiting and not state.stop_reason:
             node.note = f"waits for the checkpoint of {', '.join(waiting)}"  # it runs once decided
         elif not node.status.finished and node.status is not NodeStatus.NEEDS_HUMAN:
-            # Started but never finished: the run stopped around it.
-            node.status, node.note = NodeStatus.PRUNED, state.stop_reason or "not finished"
+            # Started but never finished: the run stopped around it (said, so a live tree shows why).
+            ctx.prune(node, state.stop_reason or "not finished")
     run.failures += exhausted.failure_entries(run)
     run.status = _status(run)
     if run.status is RunStatus.FAILED and (state.stop_reason or state.skipped_by_human):
