@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _cli import Result, caller
 from _demo import DEMO
-from _fake_llm import FakeLLMServer, prompt_of
+from _fake_llm import FakeLLMServer, prompt_of, well_behaved
 
 import engine
 from engine.curation import GAP_COLUMNS, analyze_vault
@@ -123,7 +123,7 @@ def test_the_struggled_topic_ranks_first_with_its_runs_and_queries(
         assert t["gap_score"] == pytest.approx(
             0.6875 * t["history_pain"] + 0.3125 * t["coverage_miss"], abs=2e-3
         )
-        assert set(t["evidence"]) == {"runs", "queries", "nodes"}
+        assert set(t["evidence"]) == {"runs", "queries", "nodes", "pruned_redundant"}
 
 
 def test_text_output_writes_the_report_note_through_the_writer(shad: Any, recorded: dict[str, Any]) -> None:
@@ -295,3 +295,60 @@ def test_asks_a_run_said_the_vault_does_not_answer_count_as_nothing_found(record
         assert root.nothing_found
     for run_id in recorded["coffee"]:
         assert not any(n.nothing_found for n in runs[run_id].nodes)
+
+
+# --- subtasks pruned as redundant: a saving, not trouble -------------------------------------------------
+
+REST = "How long should roasted beans rest?"
+# The model asks the same thing twice (as plans do): the second is pruned by novelty (E10).
+REPEATING_PLAN = {
+    "nodes": [
+        {"id": "rest", "task": REST, "stage": "gather_evidence"},
+        {"id": "rest_again", "task": REST, "stage": "gather_evidence"},
+        {"id": "grind", "task": "What grind size suits a French press?", "stage": "gather_evidence"},
+    ]
+}
+
+
+def _planner(body: dict[str, Any]) -> str:
+    prompt = prompt_of(body)
+    if "Reply with JSON only" in prompt or "as valid JSON only" in prompt:
+        return json.dumps(REPEATING_PLAN)
+    return well_behaved(prompt)
+
+
+def test_a_subtask_pruned_as_redundant_is_counted_as_budget_saved_never_as_a_problem(
+    shad: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = _copy_demo(tmp_path)
+    goal = f"{REST} What grind size suits a French press?"
+    with FakeLLMServer(reply=_planner) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-for-the-fake-server")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        r = engine.run(goal, str(vault), provider="anthropic", code_mode=False, max_parallel=1)
+    pruned = r.dag.node("rest_again")
+    assert pruned.redundant_with == ["rest"] and r.status.value == "SUCCESS"
+    saved = r.summary["pruned_redundant"][0]["tokens_saved_est"]
+    assert saved > 0
+
+    runs = load_runs(vault)  # read back from the run's folder, as the analysis does
+    (record,) = [n for run in runs for n in run.nodes if n.node_id == "rest_again"]
+    assert record.redundant and record.redundant_with == ["rest"] and record.tokens_saved == saved
+    assert not record.troubled and record.problem == ""
+
+    data = shad("vault", "analyze", "--vault", str(vault), "--json", "--no-write").json()
+    topic = next(t for t in data["topics"] if r.id in t["evidence"]["runs"] and "rest" in t["terms"])
+    assert topic["signals"]["pruned_redundant"] == 1 and topic["signals"]["tokens_saved_est"] == saved
+    assert topic["signals"]["trouble"] == 0.0  # every other node of the run answered
+    assert topic["evidence"]["pruned_redundant"] == [
+        {"run_id": r.id, "node": "rest_again", "task": REST, "same_as": ["rest"], "tokens_saved_est": saved}
+    ]
+    assert all(n["node"] != "rest_again" for t in data["topics"] for n in t["evidence"]["nodes"])
+
+    text = shad("vault", "analyze", "--vault", str(vault))
+    assert text.code == 0 and f"1 pruned as redundant (~{saved} tokens saved)" in " ".join(text.out.split())
+    note = next((vault / "Shad" / "Reports").glob("Vault analysis *.md")).read_text("utf-8")
+    section = note.split("Pruned as redundant", 1)[1].split("\n- **", 1)[0]
+    assert f"`{r.id}` `rest_again` repeats `rest`, ~{saved} tokens saved" in section
+    struggled = note.split("- **Nodes**:", 1)[1].split("\n- **", 1)[0] if "- **Nodes**:" in note else ""
+    assert "rest_again" not in struggled  # never listed among the nodes that struggled

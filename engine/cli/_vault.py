@@ -399,4 +399,7 @@ def _evidence(runs: list[str], queries: list[str], signals: dict[str, Any]) -> l
     parts.append(
         f"{signals.get('asks_supported', 0)}/{signals.get('asks_checked', 0)} asks supported by a note"
     )
+    if signals.get("pruned_redundant"):  # a saving, not trouble: said apart
+        saved = signals.get("tokens_saved_est", 0)
+        parts.append(f"{signals['pruned_redundant']} pruned as redundant (~{saved} tokens saved)")
     return [*found, ", ".join(parts)]

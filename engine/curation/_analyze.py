@@ -9,7 +9,8 @@ Per topic (``_analyze_topics``: the runs' goals, node tasks and retrieval querie
 - **history pain** (0..1), the weighted mean of the signals the topic has data for (weights renormalised
   over those): ``low_score`` 0.30 (share of its retrievals scoring below 0.45), ``fallback`` 0.20 (share
   that needed the recovery ladder: broadened direct search, or a checkpoint), ``trouble`` 0.25 (share of
-  its attempted nodes that failed, were pruned, wait for a person or opened a checkpoint),
+  its attempted nodes that failed, were pruned, wait for a person or opened a checkpoint; a subtask
+  pruned as redundant is a saving, counted apart as ``pruned_redundant`` and ``tokens_saved_est``),
   ``nothing_found`` 0.15 (share of its attempted nodes whose retrieval found nothing or whose answer says
   the vault holds nothing relevant) and ``repeated`` 0.10 (share of its asks asked again in another run);
 - **coverage miss** (0..1, ``_analyze_coverage``): the mean miss of its asks (goals and tasks; the
@@ -82,6 +83,8 @@ class TopicGap:
     closest: list[dict[str, Any]]
     suggestions: list[str]
     audit_reason: str = ""
+    # subtasks pruned by novelty: budget saved, not trouble (run_id, node, task, same_as, tokens_saved_est)
+    redundant: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,7 +98,12 @@ class TopicGap:
             "runs": len(self.runs),
             "queries": self.asks,
             "signals": self.signals,
-            "evidence": {"runs": self.runs, "queries": self.queries, "nodes": self.nodes},
+            "evidence": {
+                "runs": self.runs,
+                "queries": self.queries,
+                "nodes": self.nodes,
+                "pruned_redundant": self.redundant,
+            },
             "closest_notes": self.closest,
             "suggestions": self.suggestions,
             **({"audit_reason": self.audit_reason} if self.audit_reason else {}),
@@ -246,11 +254,14 @@ def _pain(topic: Topic) -> tuple[float, dict[str, Any]]:
     pain = sum(PAIN_WEIGHTS[k] * v for k, v in known.items()) / total if total else 0.0
     scores = [n.score for n in retrieved if n.score is not None]
     signals: dict[str, Any] = {k: (round(v, 3) if v is not None else None) for k, v in parts.items()}
+    redundant = [n for n in topic.nodes if n.redundant]
     signals.update(
         retrievals=len(retrieved),
         attempted_nodes=len(attempted),
         median_retrieval_score=round(statistics.median(scores), 3) if scores else None,
         low_score_threshold=LOW_SCORE,
+        pruned_redundant=len(redundant),  # a saving: not in ``trouble``
+        tokens_saved_est=sum(n.tokens_saved for n in redundant),
     )
     return round(pain, 3), signals
 
@@ -303,11 +314,22 @@ def _gap(topic: Topic, m: _Measure, audit: AuditResult, vault: str) -> TopicGap:
         runs=topic.runs,
         queries=wordings(topic.asks),
         asks=sum(len(a.uses) for a in topic.asks),
-        nodes=[n.to_evidence() for n in topic.nodes if n.attempted],
+        nodes=[n.to_evidence() for n in topic.nodes if n.attempted and not n.redundant],
         signals=m.signals,
         closest=m.closest,
         suggestions=_suggest(topic, m, gap, vault),
         audit_reason=audit.reasons.get(topic.name, ""),
+        redundant=[
+            {
+                "run_id": n.run_id,
+                "node": n.node_id,
+                "task": n.task,
+                "same_as": n.redundant_with,
+                "tokens_saved_est": n.tokens_saved,
+            }
+            for n in topic.nodes
+            if n.redundant
+        ],
     )
 
 

@@ -5,7 +5,12 @@ over this vault put it) is read as plain files: ``run.manifest.json`` (the goal 
 ``dag.json`` (each node's task, status and retrieval: score, method, queries, context), ``checkpoints/``
 (the retrieval a checkpoint judged), ``events.jsonl`` (retrieval scores, pruned, failed and
 needs-human nodes; and the nodes of a run killed before its ``dag.json``) and ``final.summary.json``
-(failures). A file that is missing or cut short by a kill is skipped: the rest of the run still counts.
+(failures; ``pruned_redundant``). A file that is missing or cut short by a kill is skipped: the rest of
+the run still counts.
+
+A subtask pruned by novelty (``Node.redundant_with``: a sibling already held all its passages) is a
+saving, not trouble: it is kept apart (``NodeRecord.redundant``, the sibling it repeated and the tokens
+its answer would have cost) and never counted or listed as a failure or a problem.
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ class NodeRecord:
     nothing_found: bool = False
     checkpoint: bool = False
     problem: str = ""  # why it failed, was pruned or waits for a person
+    # Pruned by novelty: the siblings whose passages it repeated (a saving, never a problem), and the
+    # tokens that saved (the run's estimate, ``pruned_redundant`` of its summary)
+    redundant_with: list[str] = field(default_factory=list)
+    tokens_saved: int = 0
 
     @property
     def retrieved(self) -> bool:
@@ -67,7 +76,13 @@ class NodeRecord:
         return self.checkpoint or any(m in (self.method or "") for m in LADDER_METHODS)
 
     @property
+    def redundant(self) -> bool:
+        return self.status == "PRUNED" and bool(self.redundant_with)
+
+    @property
     def troubled(self) -> bool:
+        if self.redundant:  # its sibling answered from the same passages: budget saved, nothing lost
+            return False
         return self.status in ("FAILED", "PRUNED", "NEEDS_HUMAN", "FAILED_WITH_DIAGNOSTIC") or self.checkpoint
 
     def to_evidence(self) -> dict[str, Any]:
@@ -225,6 +240,7 @@ def _nodes(
         node.problem = _message(raw.get("error")) if node.status == "FAILED" else ""
         if node.status == "FAILED_WITH_DIAGNOSTIC":  # its retries ran out: the reason is the problem
             node.problem = str((raw.get("diagnostic") or {}).get("reason") or "")
+        node.redundant_with = [str(h) for h in raw.get("redundant_with") or []]
         _retrieval(node, raw.get("retrieval") or {})
         text = f"{raw.get('answer') or ''} {raw.get('note') or ''}"
         node.nothing_found = node.nothing_found or bool(NOTHING_FOUND.search(text))
@@ -238,7 +254,24 @@ def _nodes(
     if not nodes and goal:  # a run killed before it planned anything still asked its goal
         nodes["root"] = _record(run_id, "root", goal, "goal")
     _uncovered(nodes, summary)
+    _redundant(nodes, summary)
     return list(nodes.values())
+
+
+def _redundant(nodes: dict[str, NodeRecord], summary: dict[str, Any]) -> None:
+    """Subtasks pruned by novelty: the siblings they repeated and the tokens saved (the summary's
+    ``pruned_redundant``); their pruning reason is not a problem."""
+    for r in summary.get("pruned_redundant") or []:
+        node = nodes.get(str(r.get("node_id"))) if isinstance(r, dict) else None
+        if node is None:
+            continue
+        node.status = "PRUNED"
+        node.redundant_with = node.redundant_with or [str(h) for h in r.get("same_as") or []]
+        saved = r.get("tokens_saved_est")
+        node.tokens_saved = int(saved) if isinstance(saved, (int, float)) else 0
+    for node in nodes.values():
+        if node.redundant:
+            node.problem = ""
 
 
 def _plain(text: str) -> str:
@@ -301,6 +334,9 @@ def _from_events(run_id: str, nodes: dict[str, NodeRecord], events: list[dict[st
                 node.nothing_found = node.nothing_found or node.items == 0
         elif kind == "NODE_PRUNED":
             node.status, node.problem = "PRUNED", str(ev.get("reason") or node.problem)
+            held = ev.get("redundant_with")
+            if isinstance(held, list) and held:
+                node.redundant_with = [str(h) for h in held]
         elif kind in ("NODE_FAILED", "NODE_FAILED_WITH_DIAGNOSTIC"):
             node.status = kind.removeprefix("NODE_")
             node.problem = node.problem or _message(ev.get("error"))
