@@ -306,6 +306,7 @@ class VaultIndex(IndexDatabase):
             # Each note is written against its row as it is now, inside this transaction: another writer
             # may have added, replaced or removed it since the state this update started from was read.
             current = self._rows([item.entry.path for item in batch])
+            notes = passages = 0  # added to the totals once, at the end of the transaction
             for item in batch:
                 entry = item.entry
                 old = current.get(entry.path)
@@ -349,7 +350,7 @@ class VaultIndex(IndexDatabase):
                     new=old is None,
                     old_aliases=old_aliases,
                 )
-                self._count(1, len(item.chunks))
+                notes, passages = notes + 1, passages + len(item.chunks)
                 self.conn.execute(
                     "INSERT INTO names(rowid, title, aliases, tags, headings, props) VALUES(?,?,?,?,?,?)",
                     (fid, *item.names),
@@ -365,6 +366,7 @@ class VaultIndex(IndexDatabase):
                 )
                 if item.tags:
                     self.conn.executemany("INSERT INTO note_tags VALUES(?, ?)", [(fid, t) for t in item.tags])
+            self._count(notes, passages)
 
         self._write(write)
         return len(batch)
@@ -456,6 +458,8 @@ def _props(frontmatter: dict[str, Any]) -> str:
 
 
 def _dumps(value: object) -> str:
+    if not value and isinstance(value, (list, dict)):  # most notes: no aliases, no diagnostics
+        return "[]" if isinstance(value, list) else "{}"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
