@@ -176,3 +176,35 @@ def test_every_attempt_to_leave_the_machine_is_an_event(vault: Path) -> None:
     )
     (private,) = [e for e in extended.events if e["type"] == "EXTERNAL_CALL"]
     assert private["allowed"] is False and "non-public" in private["reason"]
+
+
+def test_the_engine_follows_links_from_what_a_script_found(tmp_path: Path) -> None:
+    """A script finds the first step of a two-step question; the word it lacks ('sociologist', 'theme')
+    is in a note one link away, which the engine adds (no model call) and the answer cites."""
+    from _demo import write_vault
+
+    root = write_vault(
+        tmp_path / "hub",
+        {
+            "Plugins/Divide and Conquer.md": (
+                "# Divide and Conquer\nDeveloped by: [[People/pseudometa]]\n"
+                "Bulk enabling and disabling of plugins, to find the slow one.\n"
+            ),
+            "People/pseudometa.md": (
+                "# pseudometa\nIn my day job, I am a sociologist.\n## Themes\n- [[Shimmering Focus]]\n"
+            ),
+            "People/someone.md": "# someone\nA developer of many plugins.\n",
+        },
+    )
+    script = (
+        'hit = obsidian.search("Divide and Conquer plugin", limit=1)[0]\n'
+        '__result__ = {"context": [{"vault": hit["vault"], "path": hit["path"], "heading": hit["heading"],'
+        ' "text": hit["passage"], "citation": "[[" + hit["path"][:-3] + "]]"}], "confidence": 0.9}\n'
+    )
+    model = ScriptedModel([script])
+    run = _run(root, model, goal="The Divide and Conquer plugin's developer is a sociologist: what theme?")
+    record = _artifacts(run)["root-1.json"]
+    assert [c.split("#")[0] for c in record["linked"]] == ["[[People/pseudometa"]
+    assert len(model.script_requests) == 1  # the links lifted the retrieval: no second script
+    cited = {c["path"] for c in run.summary["citations"]}
+    assert {"Plugins/Divide and Conquer.md", "People/pseudometa.md"} <= cited

@@ -472,3 +472,37 @@ def test_section_headings_are_the_subtasks_own_words() -> None:
         "### Gather sources",
         "### Explain how resting time changes the cup.",
     ]
+
+
+def test_a_list_of_links_under_a_heading_that_names_them_is_the_answer() -> None:
+    text = (
+        "Plates that can shift.\n# Plates\n- [[North American Plate]]\n- [[Antarctic Plate]]\n"
+        "# Plate Boundaries\n- [[Sea Floor Spreading|Divergent Margin]]\n- [[Transform Margins]]\n"
+        "# See also\n- [[Mantle]]\n"
+    )
+    context = [{"text": text, "citation": "[[Geography/Tectonic Plate#Plate Boundaries]]"}]
+    answer = _complete("answer", {"task": "Which plate boundaries are listed?", "context": context}).text
+    quoted = [q for q, _ in _lines(answer)]
+    assert "Divergent Margin" in quoted and "Transform Margins" in quoted
+    assert "Mantle" not in quoted and "Antarctic Plate" not in quoted  # their headings name no query word
+    assert passages(text) == ["Plates that can shift."]  # quoted alone, link lists still say nothing
+
+
+def test_a_question_word_the_best_passages_lack_gets_its_own_passage() -> None:
+    """Two-step questions: the passages that rank first for the whole question cover its first step;
+    the best passage holding a word they all lack (the second step) is quoted too."""
+    context = [
+        {
+            "text": "\n".join(
+                f"- The Divide and Conquer plugin {n}.{i} is developed by alice." for i in range(3)
+            ),
+            "citation": f"[[Plugins/Divide and Conquer {n}]]",
+        }
+        for n in range(3)
+    ]
+    context.append({"text": "## Themes\n- [[Shimmering Focus]]\n", "citation": "[[People/alice]]"})
+    task = "The Divide and Conquer plugin's developer: which theme did that developer make?"
+    answer = _complete("answer", {"task": task, "context": context}).text
+    lines = _lines(answer)
+    assert ("Shimmering Focus", "[[People/alice]]") in lines
+    assert len(lines) <= MAX_PASSAGES + 2

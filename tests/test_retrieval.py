@@ -389,7 +389,7 @@ def test_a_note_linked_from_a_hit_joins_the_context_when_it_holds_what_is_missin
         retriever = DirectSearchRetriever(vaults, limit=2)
         hits = vaults.search(task, limit=2)
         first = [c for c in result.context if c.path != "Net/LDAP.md"]
-        linked = retriever._linked(task, hits, first, False)
+        linked = retriever.linked(task, [(h.vault, h.path) for h in hits], first)
     finally:
         vaults.close()
     assert [c.path for c in linked] == ["Net/LDAP.md"]

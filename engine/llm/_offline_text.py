@@ -132,14 +132,29 @@ def split_sentences(text: str) -> list[str]:
 
 def passages(text: str) -> list[str]:
     """Quotable units of a Markdown section (see the module docstring), in order."""
+    return [unit for unit, _heading, links_only in _units(text) if not links_only]
+
+
+def _units(text: str) -> list[tuple[str, str, bool]]:
+    """(unit, the heading it sits under in ``text``, whether it is only links) for each quotable unit.
+    A line of links says nothing on its own, but under a heading that names what they are ("Plate
+    Boundaries": Divergent Margin, Transform Margins) the list is the answer."""
     out: list[str] = []
+    under: list[str] = []
+    links_only: set[int] = set()
+    heading = ""
     fenced = False
     code: list[str] = []
     prose_at: int | None = None  # the last unit, when it came from the prose line just before a fence
     for source, raw in zip(text.split("\n"), display_text(text).split("\n"), strict=True):
         line = raw.strip()
         if not fenced and _ONLY_LINKS.fullmatch(source):
-            continue  # a list of links: their labels say nothing
+            label = _BLOCK_ID.sub("", _LIST.sub("", line)).strip()
+            if heading and label and source.strip().startswith(("-", "*", "+")):
+                links_only.add(len(out))
+                out.append(label)
+                under.append(heading)
+            continue
         if line.startswith(("```", "~~~")):
             fenced = not fenced
             if not fenced:
@@ -152,7 +167,10 @@ def passages(text: str) -> list[str]:
         if not line:
             continue
         prose_at = None
-        if line.startswith("#") or re.fullmatch(r"[-*_=|:\s]{3,}", line):
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+            continue
+        if re.fullmatch(r"[-*_=|:\s]{3,}", line):
             continue
         line = _BLOCK_ID.sub("", _QUOTE.sub("", line)).strip()
         if line.startswith("|") or _LIST.match(line):
@@ -163,9 +181,10 @@ def passages(text: str) -> list[str]:
             unit = unit.strip()
             if len(_WORD.findall(unit)) >= MIN_WORDS:
                 out.append(unit)
+                under.append(heading)
         if units and out and out[-1] == units[-1].strip() and not line.startswith("|"):
             prose_at = len(out) - 1
-    return out
+    return [(unit, under[k], k in links_only) for k, unit in enumerate(out)]
 
 
 def _attach_code(out: list[str], at: int | None, code: list[str]) -> None:
@@ -217,7 +236,11 @@ def rank_passages(
         weights.setdefault(t, extra_weight)
     if not weights:
         return []
-    units = [(i, j, p, _stems(p)) for i, (_, text) in enumerate(items) for j, p in enumerate(passages(text))]
+    units = [
+        (i, j, p, _stems(p), _stems(heading), links)
+        for i, (_, text) in enumerate(items)
+        for j, (p, heading, links) in enumerate(_units(text))
+    ]
     if not units:
         return []
     n = len(units)
@@ -227,9 +250,11 @@ def rank_passages(
     wants_number = bool(_QUANTITY.search(query))
     defines = _definition_pattern(query)
     ranked: list[Passage] = []
-    for i, j, text, stems in units:
+    for i, j, text, stems, local, links in units:
+        if links and not any(t in local for t in q_terms):
+            continue  # a list of links under a heading that does not name what the query asks for
         own = [t for t in weights if t in stems]
-        inherited = [t for t in weights if t in labels[i] and t not in stems]
+        inherited = [t for t in weights if (t in labels[i] or t in local) and t not in stems]
         if q_terms and not any(t in q_terms for t in own + inherited):
             continue  # only goal words, or nothing: not about this subtask
         if not own and not inherited:

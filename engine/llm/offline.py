@@ -53,6 +53,7 @@ __all__ = ["JUDGE_THRESHOLD", "MAX_PASSAGES", "MODEL", "NOTHING_FOUND", "Offline
 
 MODEL = "offline-extractive"
 MAX_PASSAGES = 6
+MAX_GAP_PASSAGES = 2  # more passages, each for a question word the first ones lack
 MAX_PER_ITEM = 3
 MIN_COVERAGE = 0.15  # a quoted passage (with its heading) holds at least this share of the task's terms
 JUDGE_THRESHOLD = 0.6
@@ -258,8 +259,14 @@ def answer(inputs: dict[str, Any]) -> str:
     keys: list[str] = []
     per_item: dict[int, int] = {}
     count = 0
+    # The best passages first; then, for a question word none of them holds, the best passage that
+    # holds it: the second step of a two-step question ("... what theme did that developer make?")
+    # is rarely in the passages that rank first for the whole question.
+    uncovered = set(terms(task or goal))
     for p in ranked:
-        if p.coverage < MIN_COVERAGE:
+        if p.coverage < MIN_COVERAGE and not (count >= MAX_PASSAGES and uncovered & set(p.matched)):
+            continue
+        if count >= MAX_PASSAGES and not uncovered & set(p.matched):
             continue
         key = norm_key(p.text)
         if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
@@ -270,13 +277,14 @@ def answer(inputs: dict[str, Any]) -> str:
         keys.append(key)
         per_item[p.item] = per_item.get(p.item, 0) + 1
         count += 1
+        uncovered -= set(p.matched)
         if table:
             if p.item not in rows:  # table rows stay a table (with the header), not bullets
                 chosen.append(p.item)
             rows.setdefault(p.item, []).append(p.text)
         else:
             chosen.append(f"- {clip(p.text)} {items[p.item]['citation']}")
-        if count >= MAX_PASSAGES:
+        if count >= MAX_PASSAGES + MAX_GAP_PASSAGES or (count >= MAX_PASSAGES and not uncovered):
             break
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."

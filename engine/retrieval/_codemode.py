@@ -238,6 +238,7 @@ class CodeModeRetriever:
             return None, f"failed ({exc.kind}: {exc.message})"
         self._audit(node_id, outcome.stats)
         result, dropped = self._validate(outcome.result, task)
+        result = await asyncio.to_thread(self._follow_links, task, result)
         self.record(
             f"{name}.json",
             {
@@ -245,10 +246,32 @@ class CodeModeRetriever:
                 "stdout": outcome.stdout[:20_000],
                 "stats": outcome.stats,
                 "dropped": dropped,
+                "linked": result.signals.get("linked", []),
                 "retrieval_score": result.retrieval_score,
             },
         )
         return result, None
+
+    def _follow_links(self, task: str, result: RetrievalResult) -> RetrievalResult:
+        """The second step of a two-step question is one link away from what the script found: when the
+        task has words the script's context lacks, the engine adds the sections of the notes linked from
+        or to its notes that match the task best (no model call; the script's own items stay first)."""
+        linked = self.fallback.linked(task, [(c.vault, c.path) for c in result.context], result.context)
+        if not linked:
+            return result
+        items = [*result.context, *linked][: MAX_ITEMS + len(linked)]
+        score, signals = retrieval_score(task, items)
+        signals["script_signals"] = result.signals.get("script_signals", {})
+        signals["linked"] = [c.citation for c in linked]
+        return RetrievalResult(
+            items,
+            [*result.queries, "notes linked with the script's notes"],
+            result.method,
+            signals,
+            confidence=result.confidence,
+            why=f"{result.why}; the engine followed links to {len(linked)} more section(s)".lstrip("; "),
+            retrieval_score=score,
+        )
 
     def _audit(self, node_id: str, stats: dict[str, Any]) -> None:
         if self.audit is not None:

@@ -298,7 +298,7 @@ class DirectSearchRetriever:
                     hit.score,
                 )
             )
-        linked = self._linked(task, hits, items, multi)
+        linked = self.linked(task, [(h.vault, h.path) for h in hits], items)
         if linked:
             items = items[: max(1, self.limit - len(linked))] + linked
             queries.append("notes linked with the best hits")
@@ -310,35 +310,40 @@ class DirectSearchRetriever:
             items, queries, "direct", signals, confidence=score, why=why, retrieval_score=score
         )
 
-    def _linked(self, task: str, hits: list[Hit], items: list[ContextItem], multi: bool) -> list[ContextItem]:
+    def linked(self, task: str, seeds: list[tuple[str, str]], items: list[ContextItem]) -> list[ContextItem]:
         """The second step of a two-step question is usually one link away from the first: when the task
-        has words the context lacks, the notes linked from or to the best hits that match the task best,
-        each with its section that matches it best."""
-        if not _missing_words(task, items):
+        has words the context (``items``) lacks, the notes linked from or to the first ``seeds`` ((vault,
+        path) of the best hits) that match the task best, each with its section that matches it best."""
+        missing = _missing_words(task, items)
+        if not missing:
             return []
-        query = task
+        # What the first step lacks is what the linked note must hold: "… a sociologist. What theme did
+        # that developer make?" looks for the developer's note by "sociologist" and "theme".
+        query = " ".join(missing)
+        multi = len(self.vaults) > 1
         seen = {(c.vault, c.path) for c in items}
         out: list[ContextItem] = []
-        for hit in hits[:LINKED_FROM]:
-            vault = self.vaults.get(hit.vault)
+        for seed_vault, seed_path in list(dict.fromkeys(seeds))[:LINKED_FROM]:
+            vault = self.vaults.get(seed_vault)
             linked = getattr(vault, "linked", None)  # a remote vault has no index to follow links in
             if linked is None:
                 continue
-            for path in linked(hit.path, query, limit=LINKED_ITEMS + len(seen)):
-                if (hit.vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
+            for path in linked(seed_path, query, limit=LINKED_ITEMS + len(seen)):
+                if (seed_vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
                 found = vault.search(query, limit=1, path=path, exclude=self.exclude)
                 if not found:
                     continue
-                try:
-                    note = vault.read_note(path)
-                except Exception:  # deleted or unreadable since indexing
-                    continue
                 best = found[0]
-                seen.add((hit.vault, path))
-                link = citation_link(hit.vault, path, best.heading, multi)
-                text = best.passage or section(note, best.heading, best.snippet)
-                out.append(ContextItem(hit.vault, path, best.heading, text, link, best.score))
+                text = best.passage
+                if not text:
+                    try:
+                        text = section(vault.read_note(path), best.heading, best.snippet)
+                    except Exception:  # deleted or unreadable since indexing
+                        continue
+                seen.add((seed_vault, path))
+                link = citation_link(seed_vault, path, best.heading, multi)
+                out.append(ContextItem(seed_vault, path, best.heading, text, link, best.score))
                 if len(out) >= LINKED_ITEMS:
                     return out
         return out
