@@ -11,6 +11,7 @@ import pytest
 
 import engine.vault._index as index_mod
 from engine import Vault
+from engine.vault._index_db import SECONDARY_INDEXES
 from engine.vault._scan import FileEntry, scan_vault, stream_vault
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -106,3 +107,55 @@ def test_streamed_build_matches_a_build_from_a_walk(tmp_path: Path, monkeypatch:
     edges += "LEFT JOIN files d ON d.id = e.dst ORDER BY 1, 2"
     assert streamed.index.query(edges) == walked.index.query(edges)
     assert streamed.index.query(edges)
+
+
+def _indexes(v: Vault) -> set[str]:
+    return {r[0] for r in v.index.query("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+def test_a_big_first_build_creates_the_secondary_indexes_once_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_windows(monkeypatch)
+    root = make_vault(tmp_path / "v", 40, 2)
+    seen: list[set[str]] = []
+    commit = index_mod.VaultIndex._commit_batch
+
+    def watch(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
+        seen.append({r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='index'")})
+        return commit(self, batch, stats)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", watch)
+    v = Vault(root, index_path=tmp_path / "i.sqlite")
+    v.refresh()
+    wanted = {name for name, _sql in SECONDARY_INDEXES}
+    assert seen and all(not (names & wanted) for names in seen)  # written without them
+    assert wanted <= _indexes(v)
+    assert v.backlinks("f1/Note 0001.md") == ["f0/Note 0000.md"]
+
+
+def test_a_first_build_that_fails_leaves_the_indexes_and_the_next_one_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_windows(monkeypatch)
+    root = make_vault(tmp_path / "v", 40, 0)
+    commit = index_mod.VaultIndex._commit_batch
+    calls = 0
+
+    def fail_third(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("disk full")
+        return commit(self, batch, stats)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", fail_third)
+    v = Vault(root, index_path=tmp_path / "i.sqlite")
+    with pytest.raises(RuntimeError):
+        v.refresh()
+    wanted = {name for name, _sql in SECONDARY_INDEXES}
+    assert wanted <= _indexes(v)
+    monkeypatch.undo()
+    again = Vault(root, index_path=tmp_path / "i.sqlite")
+    assert again.refresh().added == 30  # the 10 committed notes stay; the rest is written now
+    assert again.backlinks("f1/Note 0001.md") == ["f0/Note 0000.md"]

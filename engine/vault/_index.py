@@ -254,16 +254,22 @@ class VaultIndex(IndexDatabase):
                 progress(0, found)
             batch: list[_Parsed] = []
             done = 0
-            for item in _parse_all(itertools.chain(first, walk), parallel):
-                batch.append(item)
-                if len(batch) >= _BATCH:
+            if parallel:
+                self._transaction(self._drop_indexes, bump=False)
+            try:
+                for item in _parse_all(itertools.chain(first, walk), parallel):
+                    batch.append(item)
+                    if len(batch) >= _BATCH:
+                        done += self._commit_batch(batch, stats)
+                        batch = []
+                        if progress:
+                            progress(done, found)
+                if batch:
                     done += self._commit_batch(batch, stats)
-                    batch = []
-                    if progress:
-                        progress(done, found)
-            if batch:
-                done += self._commit_batch(batch, stats)
-            flush_attachments()
+                flush_attachments()
+            finally:
+                if parallel:  # (also when the build fails: reading stays fast)
+                    self._transaction(self._create_indexes, bump=False)
             if bulk:
                 self._journal_mode("wal", wait=30.0)
             if progress:
