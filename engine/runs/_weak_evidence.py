@@ -9,6 +9,8 @@ for the report's coverage (``_verify.check_body``):
 - a word of an ask that a weak retrieval found in none of its passages, and that no other supported
   claim, citation or passage holds, leaves that ask uncovered, whatever its other words matched ("How
   long should roasted beans rest on the moons of Neptune?" is not answered by notes on resting beans).
+  A subtask pruned as redundant after such a retrieval counts too (``retrieval["weak"]``): its sibling
+  answered from the same passages, but its own ask, not the sibling's.
 """
 
 from __future__ import annotations
@@ -55,9 +57,12 @@ def unfound_terms(dag: Dag) -> set[str]:
     """Content-word stems of the tasks of weak retrievals that none of their passages held."""
     out: set[str] = set()
     for n in dag:
+        words: list[str] = []
         if weak_retrieval(n):
             words = n.diagnostic.get("failure_report", {}).get("missing_words", [])
-            out |= set(content_terms(" ".join(str(w) for w in words)))
+        elif n.redundant and isinstance(n.retrieval.get("weak"), dict):
+            words = n.retrieval["weak"].get("missing_words", [])
+        out |= set(content_terms(" ".join(str(w) for w in words)))
     return out
 
 

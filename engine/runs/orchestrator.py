@@ -178,6 +178,9 @@ class Orchestrator:
             ctx.prune(node, exc.message)
             return
         except RedundantNode as exc:  # pruned by novelty: done, not missing (its holders answered)
+            if node.diagnostic:  # its retrieval stayed weak too: what it found nowhere is kept for coverage
+                missing = node.diagnostic.get("failure_report", {}).get("missing_words", [])
+                node.retrieval["weak"] = {"reason": node.diagnostic["reason"], "missing_words": missing}
             node.redundant_with, node.diagnostic, node.answer = exc.holders, {}, ""
             ctx.prune(node, exc.message)
             ctx.history.append("metrics/nodes.jsonl", ctx.run.node_metrics(node))
