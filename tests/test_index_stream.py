@@ -11,7 +11,7 @@ import pytest
 
 import engine.vault._index as index_mod
 from engine import Vault
-from engine.vault._index_db import SECONDARY_INDEXES
+from engine.vault._index_db import FTS_TABLES, SECONDARY_INDEXES
 from engine.vault._scan import FileEntry, scan_vault, stream_vault
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -159,3 +159,44 @@ def test_a_first_build_that_fails_leaves_the_indexes_and_the_next_one_finishes(
     again = Vault(root, index_path=tmp_path / "i.sqlite")
     assert again.refresh().added == 30  # the 10 committed notes stay; the rest is written now
     assert again.backlinks("f1/Note 0001.md") == ["f0/Note 0000.md"]
+
+
+def _automerge(v: Vault) -> list[tuple[str, object]]:
+    return [(t, v.index.query(f"SELECT v FROM {t}_config WHERE k = 'automerge'")[0][0]) for t in FTS_TABLES]
+
+
+def test_a_big_first_build_merges_each_full_text_table_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_windows(monkeypatch)
+    root = make_vault(tmp_path / "v", 40, 0)
+    merging: list[list[tuple[str, object]]] = []
+    commit = index_mod.VaultIndex._commit_batch
+
+    def watch(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
+        merging.append(
+            [
+                (t, self.conn.execute(f"SELECT v FROM {t}_config WHERE k='automerge'").fetchone()[0])
+                for t in FTS_TABLES
+            ]
+        )
+        return commit(self, batch, stats)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", watch)
+    v = Vault(root, index_path=tmp_path / "i.sqlite")
+    v.refresh()
+    assert merging and all(all(value == 0 for _t, value in m) for m in merging)  # off while writing
+    assert all(value == 4 for _t, value in _automerge(v))  # back on after
+    assert [h.path for h in v.search("uniq0017", limit=1)] == ["f3/Note 0017.md"]
+
+
+def test_an_update_after_a_killed_first_build_merges_again(tmp_path: Path) -> None:
+    root = make_vault(tmp_path / "v", 12, 0)
+    v = Vault(root, index_path=tmp_path / "i.sqlite")
+    v.refresh()
+    v.index._transaction(v.index._drop_indexes, bump=False)  # as a build killed midway leaves it
+    v.index.close()
+    again = Vault(root, index_path=tmp_path / "i.sqlite")
+    again.refresh()
+    assert all(value == 4 for _t, value in _automerge(again))
+    assert {name for name, _sql in SECONDARY_INDEXES} <= _indexes(again)

@@ -108,6 +108,7 @@ class VaultIndex(IndexDatabase):
         since the last scan is looked at (``_refresh``). One update of an index at a time, across
         processes: the others wait for it (a file lock), then find its work done."""
         with build_lock(self.db_path):
+            self.finish_killed_build()
             full = full or self.meta("scope") not in (None, scope)
             return self._update(progress, scan, keep or _everything, full, scope)
 

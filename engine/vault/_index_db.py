@@ -84,10 +84,15 @@ CREATE INDEX IF NOT EXISTS keys_file ON keys(file_id);
 
 # The secondary indexes (every ``CREATE INDEX`` above). A first build of a big vault drops them and
 # creates them once at the end: sorting a table once costs less than keeping its B-trees ordered row by
-# row. An index an interrupted build left dropped is created again when the file is next opened.
+# row. It also turns FTS5's merging of segments off meanwhile and merges each table once at the end
+# ('optimize': cheaper than merging level by level, and one segment makes queries faster). An index an
+# interrupted build left dropped is created again when the file is next opened; merging is turned back
+# on, and the tables merged, by the next update (``finish_killed_build``).
 SECONDARY_INDEXES = tuple(
     (m.group(1), m.group(0)) for m in re.finditer(r"CREATE INDEX IF NOT EXISTS (\w+) ON [^;]+", _SCHEMA)
 )
+FTS_TABLES = ("fts", "names", "docs")
+_AUTOMERGE = 4  # FTS5's default
 
 
 def check_fts5(conn: sqlite3.Connection) -> None:
@@ -216,13 +221,29 @@ class IndexDatabase:
         }
 
     def _drop_indexes(self) -> None:
-        """Drop the secondary indexes, for a first build (see ``SECONDARY_INDEXES``)."""
+        """Drop the secondary indexes and stop merging full-text segments, for a first build (see
+        ``SECONDARY_INDEXES``)."""
         for name, _create in SECONDARY_INDEXES:
             self.conn.execute(f"DROP INDEX IF EXISTS {name}")
+        for table in FTS_TABLES:
+            self.conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('automerge', 0)")
 
     def _create_indexes(self) -> None:
+        """Undo ``_drop_indexes``: create the indexes, merge each full-text table into one segment."""
         for _name, create in SECONDARY_INDEXES:
             self.conn.execute(create)
+        for table in FTS_TABLES:
+            self.conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('automerge', ?)", (_AUTOMERGE,))
+            self.conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+
+    def finish_killed_build(self) -> None:
+        """A first build killed midway left merging off (and maybe the indexes dropped): undo that. Called
+        under the update lock, so never while another process builds."""
+        off = " UNION ALL ".join(
+            f"SELECT 1 FROM {table}_config WHERE k = 'automerge' AND v = 0" for table in FTS_TABLES
+        )
+        if self.conn.execute(off).fetchone():
+            self._transaction(self._create_indexes, bump=False)
 
     def _journal_mode(self, mode: str, wait: float = 0.0) -> bool:
         """Switch the index file to journal ``mode``; whether it is in that mode now. Another connection's
