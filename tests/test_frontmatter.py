@@ -97,6 +97,15 @@ def test_a_real_vault_reads_the_same(name: str) -> None:
         "speaker: \nrating:   \n",
         "tags: \n  - a\n  - b\n",
         "key:\t\n",
+        "flag: true\nother: False\nthird: TRUE\n",
+        "flag: tRue\n",
+        "n: 7\nz: 0\n",
+        "n: 007\n",
+        "n: 1_000\n",
+        "n: 12345678901234567890123\n",
+        "n: 1:20\n",
+        "n: -3\n",
+        "list:\n  - 3\n  - true\n  - word\n",
     ],
 )
 def test_tricky_blocks_read_the_same_or_go_to_yaml(block: str) -> None:

@@ -110,6 +110,9 @@ _SIMPLE_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9 _./()?-]*\Z")
 _QUOTED = re.compile('"[^"\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]*"\\Z')
 _YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
 _NOT_SIMPLE = object()
+# Only the spellings YAML 1.1 reads so (``tRue`` is text, ``yes``/``on`` go to YAML).
+_BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")  # no sign, no leading zero (octal), no "_" or ":"
 
 
 def _simple(block: str) -> dict[str, Any] | None:
@@ -151,9 +154,14 @@ def _simple(block: str) -> dict[str, Any] | None:
 
 
 def _scalar(text: str) -> Any:
-    """The value of a plain word or an escape-free double-quoted string; ``_NOT_SIMPLE`` otherwise."""
+    """The value of a plain word, an escape-free double-quoted string, a decimal integer or a boolean
+    YAML spells as ``true``/``false``; ``_NOT_SIMPLE`` otherwise."""
     if text.startswith('"'):
         return text[1:-1] if _QUOTED.match(text) else _NOT_SIMPLE
+    if text in _BOOLEANS:
+        return _BOOLEANS[text]
+    if _DECIMAL.match(text):
+        return int(text)
     return text if _plain_word(text) else _NOT_SIMPLE
 
 
