@@ -217,6 +217,26 @@ def test_an_update_killed_before_resolving_is_finished_by_the_next(
     assert Vault(root).backlinks("B.md") == ["A.md"]
 
 
+def test_names_resolved_in_sql_and_the_rest_resolve_as_obsidian_does(make_vault: MakeVault) -> None:
+    """A bare name one file answers to is resolved in SQL; names it must not take (case folded beyond
+    ASCII, spaces, paths, backslashes, ambiguous or aliased names) resolve as the in-memory resolver does."""
+    root = make_vault(
+        {
+            "A.md": "[[Élan]] [[ÉLAN]] [[ Beta ]] [[beta]] [[Sub\\Gamma]] [[sub/gamma]] [[Twin]] [[Nick]]"
+            " [[Gamma.md]] [[Ω]] [[pic.png]] [[Nowhere]]\n",
+            "élan.md": "x\n",
+            "Beta.md": "x\n",
+            "Sub/Gamma.md": "x\n",
+            "X/Twin.md": "x\n",
+            "Y/Twin.md": "x\n",
+            "Y/Aliased.md": "---\naliases: [Nick]\n---\nx\n",
+            "ω.md": "x\n",
+            "img/pic.png": b"\x89PNG",
+        }
+    )
+    assert_same_as_reference(Vault(root))
+
+
 def test_reading_notes_and_links_never_imports_networkx(make_vault: MakeVault) -> None:
     root = make_vault({"A.md": "[[B]] [[Nowhere]]\n", "B.md": "[[A]]\n"})
     code = (

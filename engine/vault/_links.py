@@ -223,6 +223,7 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
     pending = conn.execute("SELECT count(*) FROM edges WHERE dst IS NULL").fetchone()[0]
     if not pending:
         return 0
+    conn.execute(_ONE_NAMED)
     while True:
         rows = conn.execute(
             "SELECT e.rowid, f.path, e.target FROM edges e JOIN files f ON f.id = e.src "
@@ -233,6 +234,17 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
             break
         conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", _resolve_chunk(conn, rows))
     return int(pending)
+
+
+# Most links are a bare name that one file answers to: resolved in SQL, in one statement. A bare name is
+# a target without "/" or "\\" (no path to join or strip), printable ASCII only (SQLite's lower() folds
+# ASCII alone), with no spaces around it. One file has that name: then it is the link's target whatever
+# the folder of the linking note (an exact root-level path would be that same file: its name is one of
+# the names). Everything else goes through ``Resolver`` below.
+_NAMED = f"FROM lookup l WHERE l.key = lower(edges.target) AND l.kind = {NAME}"
+_ONE_NAMED = f"""UPDATE edges SET dst = (SELECT l.file_id {_NAMED}), others = NULL
+WHERE dst IS NULL AND target != '' AND target = trim(target) AND instr(target, '/') = 0
+    AND instr(target, '\\') = 0 AND target NOT GLOB '*[^ -~]*' AND (SELECT count(*) {_NAMED}) = 1"""
 
 
 def _resolve_chunk(
