@@ -65,6 +65,19 @@ def _own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SHAD_OFFLINE", raising=False)
 
 
+PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
+
+
+@pytest.fixture
+def offline_home(shad_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``shad_home``, and no model provider settings from the developer's environment: runs pick the
+    offline provider unless a test says otherwise. A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("offline_home")``."""
+    for name in PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return shad_home
+
+
 @pytest.fixture
 def shad_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh, empty ``$SHAD_HOME`` for this test (outside ``tmp_path``, so never inside a vault built

@@ -34,14 +34,9 @@ PLAN = {  # the model asks the same thing twice (as plans do), and once somethin
     ]
 }
 COMPARE = "Compare pour-over versus French press brewing"
-PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
-    for name in PROVIDER_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("offline_home")
 
 
 @pytest.fixture
