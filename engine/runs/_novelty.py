@@ -18,6 +18,7 @@ itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -45,7 +46,9 @@ def reason(holders: list[str]) -> str:
     return f"redundant: same passages as {', '.join(holders)}; no model call made"
 
 
+@functools.lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
+    # Each passage is compared with every sibling's: its word set is worth keeping.
     return frozenset(w.lower() for w in _WORD.findall(text))
 
 
@@ -108,16 +111,18 @@ class Novelty:
         """Running leaf siblings of its stage, planned before it, that have not finished."""
         if node.parent is None or node.parent not in self.run.dag:
             return []
-        order = [s.id for s in self.run.dag.children(node.parent)]
-        return [
-            s
-            for s in self._siblings(node)
-            if s.stage == node.stage
-            and order.index(s.id) < order.index(node.id)
-            and s.status is NodeStatus.STARTED
-            and not self.run.dag.children(s.id)
-            and not self._event(self._done, s.id).is_set()
-        ]
+        earlier: list[Node] = []
+        for s in self.run.dag.children(node.parent):  # in plan order: the ones before it
+            if s.id == node.id:
+                break
+            if (
+                s.stage == node.stage
+                and s.status is NodeStatus.STARTED
+                and not self._event(self._done, s.id).is_set()
+                and not self.run.dag.children(s.id)
+            ):
+                earlier.append(s)
+        return earlier
 
     def _holders(self, node: Node, *, waiting: bool) -> list[tuple[str, list[dict[str, Any]]]]:
         """Finished nodes of its stage with an answer that hold passages: the dependencies, then the
