@@ -224,6 +224,7 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
     if not pending:
         return 0
     conn.execute(_ONE_NAMED)
+    conn.execute(_NONE_NAMED)
     while True:
         rows = conn.execute(
             "SELECT e.rowid, f.path, e.target FROM edges e JOIN files f ON f.id = e.src "
@@ -236,15 +237,21 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
     return int(pending)
 
 
-# Most links are a bare name that one file answers to: resolved in SQL, in one statement. A bare name is
-# a target without "/" or "\\" (no path to join or strip), printable ASCII only (SQLite's lower() folds
-# ASCII alone), with no spaces around it. One file has that name: then it is the link's target whatever
-# the folder of the linking note (an exact root-level path would be that same file: its name is one of
-# the names). Everything else goes through ``Resolver`` below.
+# Most links are a bare name that one file answers to, or that nothing answers to: resolved in SQL, in
+# one statement each. A bare name is a target without "/" or "\\" (no path to join or strip), printable
+# ASCII only (SQLite's lower() folds ASCII alone), with no spaces around it. One file has that name: then
+# it is the link's target whatever the folder of the linking note (an exact root-level path would be that
+# same file: its name is one of the names). No file has it as a name or an alias: the link resolves to
+# nothing. Everything else goes through ``Resolver`` below.
+_BARE = (
+    "dst IS NULL AND target != '' AND target = trim(target) AND instr(target, '/') = 0"
+    " AND instr(target, '\\') = 0 AND target NOT GLOB '*[^ -~]*'"
+)
 _NAMED = f"FROM lookup l WHERE l.key = lower(edges.target) AND l.kind = {NAME}"
 _ONE_NAMED = f"""UPDATE edges SET dst = (SELECT l.file_id {_NAMED}), others = NULL
-WHERE dst IS NULL AND target != '' AND target = trim(target) AND instr(target, '/') = 0
-    AND instr(target, '\\') = 0 AND target NOT GLOB '*[^ -~]*' AND (SELECT count(*) {_NAMED}) = 1"""
+WHERE {_BARE} AND (SELECT count(*) {_NAMED}) = 1"""
+_NONE_NAMED = f"""UPDATE edges SET dst = 0, others = NULL WHERE {_BARE} AND NOT EXISTS
+(SELECT 1 FROM lookup l WHERE l.key = lower(edges.target) AND l.kind IN ({NAME}, {ALIAS}))"""
 
 
 def _resolve_chunk(
