@@ -271,13 +271,13 @@ class VaultIndex(IndexDatabase):
             finally:
                 if parallel:  # (also when the build fails: reading stays fast)
                     self._transaction(self._create_indexes, bump=False)
-            if bulk:
-                self._journal_mode("wal", wait=30.0)
             if progress:
                 progress(done, found)
             stats.attachments_changed = stats.attachments
             stats.skipped = skipped
             self._transaction(lambda: self._finish_update(when, True, stats, scope), bump=False)
+            if bulk:  # after resolving: every link's row is rewritten, once, not to the log and back
+                self._journal_mode("wal", wait=30.0)
             self._counts.clear()
             self._sizes = None
             self._state, self._state_generation = None, None  # not kept: memory stays flat
