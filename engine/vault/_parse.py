@@ -106,7 +106,7 @@ def parse_for_index(path: str, raw: bytes, *, mtime: float = 0.0) -> tuple[Note,
                 chunks.append(Chunk(heading, " > ".join(trail), piece))
         if budget <= 0:
             break
-    properties = properties_text(note.frontmatter)
+    properties = properties_text(note.frontmatter, note.body)
     if properties:  # the facts kept in properties lead the note's first passage, as Obsidian shows them
         if chunks and chunks[0].heading is None:
             chunks[0] = Chunk(None, chunks[0].trail, properties + "\n" + chunks[0].text)
