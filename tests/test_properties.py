@@ -64,6 +64,14 @@ def test_attachments_prose_and_copies_of_the_body_are_left_out() -> None:
     assert properties_text({"created": dt.date(2023, 9, 12), "nested": {"a": 1}}) == "created: 2023-09-12"
 
 
+def test_the_index_leaves_out_a_property_the_body_says_as_retrieval_does() -> None:
+    lead = "Obsidian Sync is an add-on service that syncs your notes."
+    raw = f"---\nsummary: {lead}\nprice: 4\n---\n{lead}\n".encode()
+    note, chunks = parse_for_index("Sync.md", raw)
+    assert chunks[0].text.startswith("price: 4\n") and chunks[0].text.count(lead) == 1
+    assert chunks[0].text.startswith(properties_text(note.frontmatter, note.body))
+
+
 def test_properties_lead_the_first_passage_and_a_body_less_note_still_has_one() -> None:
     _note, chunks = parse_for_index("Films/Blade Runner.md", FILM.encode())
     assert len(chunks) == 1 and chunks[0].heading is None
