@@ -17,6 +17,7 @@ there. Everything is recorded (``Routing.to_dict``) for ``decisions/skills.json`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ def _normal(text: str) -> str:
     return " ".join(_WORD.findall(text.lower().replace("’", "'")))
 
 
+@functools.lru_cache(maxsize=1024)
 def _pattern(pattern: str) -> re.Pattern[str]:
     parts = [_normal(p) for p in pattern.split("*")]
     body = r"(?:\s.*?\s|\s|.*?)".join(re.escape(p) for p in parts if p) if any(parts) else ""

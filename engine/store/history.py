@@ -138,7 +138,9 @@ def _secret_values() -> list[str]:
     """The environment's secret values, longest first. Looked up again only when the environment
     changed (a hash of it is far cheaper than matching every name on every event of a run)."""
     global _secrets_seen
-    key = hash(frozenset(os.environ.items()))
+    # The raw (bytes) mapping under os.environ, when there is one: hashing it decodes nothing.
+    raw = getattr(os.environ, "_data", None)
+    key = hash(frozenset(raw.items() if isinstance(raw, dict) else os.environ.items()))
     if key != _secrets_seen[0]:
         found = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8)
         _secrets_seen = (key, sorted(found, key=len, reverse=True))
