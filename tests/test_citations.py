@@ -205,3 +205,17 @@ def test_headings_holding_links_or_link_characters(make_vault: Callable[..., Pat
         assert not _one("[[IT/CPU#Assembly language]]", vaults).resolved
     finally:
         vaults.close()
+
+
+def test_a_heading_removed_since_the_last_check_no_longer_resolves(make_vault: Callable[..., Path]) -> None:
+    """Checks reuse a note read before while its file is unchanged; an edit is read again."""
+    root = make_vault({"Brew.md": "# Brew\n\n## Ratio\n\n1:16.\n"})
+    vaults = VaultSet([Vault(root, "v")])
+    try:
+        assert _one("[[Brew#Ratio]]", vaults).resolved
+        assert _one("[[Brew#Ratio]]", vaults).resolved  # read once, checked twice
+        (root / "Brew.md").write_text("# Brew\n\n## Proportions\n\n1:16, or 60 g per litre.\n")
+        assert not _one("[[Brew#Ratio]]", vaults).resolved
+        assert _one("[[Brew#Proportions]]", vaults).resolved
+    finally:
+        vaults.close()

@@ -11,11 +11,12 @@ exist); a block id must be one of the note's ``^ids``. An unresolvable citation 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..vault import Note, Vault, VaultSet
+from ..vault import Note, Vault, VaultSet, is_local
 
 __all__ = [
     "UNRESOLVED_MARK",
@@ -160,6 +161,20 @@ def _check_anchor(note: Note, cite: Citation) -> str:
     return ""
 
 
+# Notes read to check anchors, by (vault folder, path), with the file's stat when read: every node of a run
+# cites the same few notes, and reading one (parse and link lookups) costs about a millisecond.
+_READ: dict[tuple[str, str], tuple[tuple[int, int, int, int], Note]] = {}
+_READ_MAX = 512
+
+
+def _stamp(root: str, path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(os.path.join(root, path))
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
 class _Resolver:
     def __init__(self, vaults: VaultSet) -> None:
         self.vaults = vaults
@@ -168,11 +183,26 @@ class _Resolver:
     def note(self, vault: Vault, path: str) -> Note | None:
         key = (vault.id, path)
         if key not in self.notes:
-            try:
-                self.notes[key] = vault.read_note(path)
-            except Exception:  # deleted since indexing, unreadable: the citation fails
-                self.notes[key] = None
+            self.notes[key] = self._read(vault, path)
         return self.notes[key]
+
+    @staticmethod
+    def _read(vault: Vault, path: str) -> Note | None:
+        root = str(vault.root) if is_local(vault) else ""
+        stamp = _stamp(root, path) if root else None
+        if stamp is not None:
+            seen = _READ.get((root, path))
+            if seen is not None and seen[0] == stamp:
+                return seen[1]  # only its headings and blocks are read here: shared, never handed out
+        try:
+            note = vault.read_note(path)
+        except Exception:  # deleted since indexing, unreadable: the citation fails
+            return None
+        if stamp is not None:
+            if len(_READ) >= _READ_MAX:
+                _READ.clear()
+            _READ[(root, path)] = (stamp, note)
+        return note
 
     def one(self, cite: Citation) -> ResolvedCitation:
         candidates = list(self.vaults)
