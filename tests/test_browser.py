@@ -184,74 +184,85 @@ def _dag(lab: Lab, run_id: str) -> dict[str, dict[str, Any]]:
     return {n["id"]: n for n in json.loads(found[0].read_text())["nodes"]}
 
 
-def test_quickstart_renders_the_explorer_in_jupyterlab(lab: Lab) -> None:
+@contextlib.contextmanager
+def _lab_page(lab: Lab, notebook: str, *, width: int = 1400, height: int = 1100) -> Iterator[Any]:
+    """A Chromium page on ``notebook`` alone in Lab, its kernel started and Run All Cells clicked. When
+    the block ends, the page must have fetched nothing from outside the Lab server and shown no widget
+    error."""
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport={"width": width, "height": height})
             page.set_default_timeout(UI)
             outside: list[str] = []
             page.on(
                 "request",
                 lambda r: None if r.url.startswith((lab.url, "blob:", "data:")) else outside.append(r.url),
             )
-            page.goto(f"{lab.url}/lab/tree/{lab.notebook}?token={lab.token}")
+            # ?reset: only this notebook open (Lab would restore the tabs of an earlier test).
+            page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")
             page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
-            _wait(lambda: _kernel_idle(lab), "the kernel to start", SERVER_START, lab)
-
+            assert page.locator(".jp-NotebookPanel").count() == 1
+            _wait(lambda: _kernel_idle(lab, notebook), "the kernel to start", SERVER_START, lab)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-            prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
-
-            def all_ran() -> bool:
-                errors = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
-                texts = [t for t in errors.all_text_contents() if "Traceback" in t or "Error" in t]
-                assert not texts, f"a cell failed:\n{texts[0][:3000]}"
-                done = all(re.search(r"\[\d+\]", t) for t in prompts.all_text_contents())
-                return done and _kernel_idle(lab)
-
-            _wait(all_ran, "every cell to run", RUN_ALL, lab)
-
-            explorers = page.locator(".shad-dag")
-            page.wait_for_selector(".shad-dag .shad-dag__node")
-            assert explorers.count() >= 1
+            yield page
             assert "Error displaying widget" not in (page.locator(".jp-Notebook").text_content() or "")
-            run_id = (explorers.last.locator(".shad-dag__run-id").text_content() or "").strip()
-            dag = _dag(lab, run_id)
-            for i in range(explorers.count()):  # the live explorer of %%shad run, and DagExplorer(run)
-                explorer = explorers.nth(i)
-                assert (explorer.locator(".shad-dag__run-id").text_content() or "").strip() == run_id
-                assert explorer.locator(".shad-dag__header .shad-dag__badge").text_content() == "SUCCESS"
-                nodes = explorer.locator(".shad-dag__node")
-                assert nodes.count() == len(dag)
-                shown = {nodes.nth(j).get_attribute("data-node-id") for j in range(nodes.count())}
-                assert shown == set(dag)
-                statuses = {nodes.nth(j).get_attribute("data-status") for j in range(nodes.count())}
-                assert statuses == {n["status"] for n in dag.values()}
-
-            explorer = explorers.last
-            explorer.scroll_into_view_if_needed()
-            leaf_id = next(i for i, n in dag.items() if n["parent"] and n["retrieval"].get("context"))
-            explorer.locator(f'.shad-dag__node[data-node-id="{leaf_id}"]').click()
-            panel = explorer.locator(".shad-dag__details")
-            panel.locator(".shad-dag__task").wait_for()
-            assert panel.locator(".shad-dag__details-id").text_content() == leaf_id
-            assert panel.locator(".shad-dag__task").text_content() == dag[leaf_id]["task"]
-            assert panel.locator(".shad-dag__script code").count() >= 1  # its retrieval script
-            assert panel.locator(".shad-dag__excerpt").count() == min(
-                20, len(dag[leaf_id]["retrieval"]["context"])
-            )
-            selected = explorer.locator(".shad-dag__node--selected")
-            assert selected.get_attribute("data-node-id") == leaf_id
-
-            explorer.screenshot(path=str(ARTIFACTS / "quickstart.png"))
-            page.screenshot(path=str(ARTIFACTS / "quickstart-page.png"), full_page=True)
             assert not outside, f"the page fetched from outside the Lab server: {outside}"
         finally:
             browser.close()
+
+
+def test_quickstart_renders_the_explorer_in_jupyterlab(lab: Lab) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with _lab_page(lab, lab.notebook, height=1000) as page:
+        prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
+
+        def all_ran() -> bool:
+            errors = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+            texts = [t for t in errors.all_text_contents() if "Traceback" in t or "Error" in t]
+            assert not texts, f"a cell failed:\n{texts[0][:3000]}"
+            done = all(re.search(r"\[\d+\]", t) for t in prompts.all_text_contents())
+            return done and _kernel_idle(lab)
+
+        _wait(all_ran, "every cell to run", RUN_ALL, lab)
+
+        explorers = page.locator(".shad-dag")
+        page.wait_for_selector(".shad-dag .shad-dag__node")
+        assert explorers.count() >= 1
+        assert "Error displaying widget" not in (page.locator(".jp-Notebook").text_content() or "")
+        run_id = (explorers.last.locator(".shad-dag__run-id").text_content() or "").strip()
+        dag = _dag(lab, run_id)
+        for i in range(explorers.count()):  # the live explorer of %%shad run, and DagExplorer(run)
+            explorer = explorers.nth(i)
+            assert (explorer.locator(".shad-dag__run-id").text_content() or "").strip() == run_id
+            assert explorer.locator(".shad-dag__header .shad-dag__badge").text_content() == "SUCCESS"
+            nodes = explorer.locator(".shad-dag__node")
+            assert nodes.count() == len(dag)
+            shown = {nodes.nth(j).get_attribute("data-node-id") for j in range(nodes.count())}
+            assert shown == set(dag)
+            statuses = {nodes.nth(j).get_attribute("data-status") for j in range(nodes.count())}
+            assert statuses == {n["status"] for n in dag.values()}
+
+        explorer = explorers.last
+        explorer.scroll_into_view_if_needed()
+        leaf_id = next(i for i, n in dag.items() if n["parent"] and n["retrieval"].get("context"))
+        explorer.locator(f'.shad-dag__node[data-node-id="{leaf_id}"]').click()
+        panel = explorer.locator(".shad-dag__details")
+        panel.locator(".shad-dag__task").wait_for()
+        assert panel.locator(".shad-dag__details-id").text_content() == leaf_id
+        assert panel.locator(".shad-dag__task").text_content() == dag[leaf_id]["task"]
+        assert panel.locator(".shad-dag__script code").count() >= 1  # its retrieval script
+        assert panel.locator(".shad-dag__excerpt").count() == min(
+            20, len(dag[leaf_id]["retrieval"]["context"])
+        )
+        selected = explorer.locator(".shad-dag__node--selected")
+        assert selected.get_attribute("data-node-id") == leaf_id
+
+        explorer.screenshot(path=str(ARTIFACTS / "quickstart.png"))
+        page.screenshot(path=str(ARTIFACTS / "quickstart-page.png"), full_page=True)
 
 
 # A high-impact question over a vault that cannot answer it: the run pauses at its root node.
@@ -287,40 +298,18 @@ def _checkpoint_notebook(root: Path, name: str, goal: str, options: str = "") ->
 def _ran(lab: Lab, notebook: str) -> Iterator[Any]:
     """A Chromium page on ``notebook`` in Lab with every cell run (none failing); the page fetches
     nothing from outside the Lab server."""
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.set_default_timeout(UI)
-            outside: list[str] = []
-            page.on(
-                "request",
-                lambda r: None if r.url.startswith((lab.url, "blob:", "data:")) else outside.append(r.url),
-            )
-            # ?reset: only this notebook open (Lab would restore the tabs of an earlier test).
-            page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
-            assert page.locator(".jp-NotebookPanel").count() == 1
-            _wait(lambda: _kernel_idle(lab, notebook), "the kernel to start", SERVER_START, lab)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-            prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
+    with _lab_page(lab, notebook) as page:
+        prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
 
-            def all_ran() -> bool:
-                text = page.locator(".jp-Notebook").text_content() or ""
-                assert "Traceback" not in text and "ShadRunError" not in text, text[-3000:]
-                done = all(re.search(r"\[\d+\]", t) for t in prompts.all_text_contents())
-                return done and _kernel_idle(lab, notebook)
+        def all_ran() -> bool:
+            text = page.locator(".jp-Notebook").text_content() or ""
+            assert "Traceback" not in text and "ShadRunError" not in text, text[-3000:]
+            done = all(re.search(r"\[\d+\]", t) for t in prompts.all_text_contents())
+            return done and _kernel_idle(lab, notebook)
 
-            _wait(all_ran, "every cell to run", RUN_ALL, lab)
-            yield page
-            assert "Error displaying widget" not in (page.locator(".jp-Notebook").text_content() or "")
-            assert not outside, f"the page fetched from outside the Lab server: {outside}"
-        finally:
-            browser.close()
+        _wait(all_ran, "every cell to run", RUN_ALL, lab)
+        yield page
 
 
 def _until(page: Any, locator: Any, script: str) -> None:

@@ -20,13 +20,10 @@ from typing import Any
 import nbformat
 import pytest
 from test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     RUN_ALL,
-    SERVER_START,
-    UI,
     Lab,
     _kernel_idle,
+    _lab_page,
     _skip_reason,
     _wait,
 )
@@ -139,115 +136,94 @@ def _dark_theme(page: Any) -> None:
 
 
 def test_a_30_node_run_fits_shows_tasks_on_hover_and_stops(lab: Lab) -> None:
-    from playwright.sync_api import sync_playwright
-
     notebook = _notebook(lab.root)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.set_default_timeout(UI)
-            outside: list[str] = []
-            page.on(
-                "request",
-                lambda r: None if r.url.startswith((lab.url, "blob:", "data:")) else outside.append(r.url),
-            )
-            page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
-            _wait(lambda: _kernel_idle(lab, notebook), "the kernel to start", SERVER_START, lab)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    with _lab_page(lab, notebook) as page:
+        # --- the finished 30-node run: fitted on load, full task on hover ----------------------------
+        big = page.locator(".jp-CodeCell").nth(1).locator(".shad-dag")
+        badge = big.locator(".shad-dag__header .shad-dag__badge")
+        big.wait_for(timeout=RUN_ALL * 1000)
+        page.wait_for_function(
+            "(el) => el.textContent === 'SUCCESS'", arg=badge.element_handle(), timeout=RUN_ALL * 1000
+        )
+        run_id = (big.locator(".shad-dag__run-id").text_content() or "").strip()
+        dag = {n["id"]: n for n in json.loads((_history(lab, run_id) / "dag.json").read_text())["nodes"]}
+        assert len(dag) == 30
+        big.scroll_into_view_if_needed()
+        graph = big.locator(".shad-dag__graph")
+        nodes = big.locator(".shad-dag__node")
+        page.wait_for_function(
+            "(g) => g.querySelectorAll('.shad-dag__node').length === 30", arg=graph.element_handle()
+        )
+        assert set(nodes.evaluate_all("ns => ns.map(n => n.dataset.nodeId)")) == set(dag)
+        assert _outside(graph, big) == []
+        assert big.locator('.shad-dag__node[data-node-id="root"]').is_visible()
+        zoom = float(graph.get_attribute("data-zoom") or 0)
+        assert zoom >= 0.45, zoom  # fitted, and still legible
+        box = graph.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 1100  # the whole box on the screen
 
-            # --- the finished 30-node run: fitted on load, full task on hover ----------------------------
-            big = page.locator(".jp-CodeCell").nth(1).locator(".shad-dag")
-            badge = big.locator(".shad-dag__header .shad-dag__badge")
-            big.wait_for(timeout=RUN_ALL * 1000)
-            page.wait_for_function(
-                "(el) => el.textContent === 'SUCCESS'", arg=badge.element_handle(), timeout=RUN_ALL * 1000
-            )
-            run_id = (big.locator(".shad-dag__run-id").text_content() or "").strip()
-            dag = {n["id"]: n for n in json.loads((_history(lab, run_id) / "dag.json").read_text())["nodes"]}
-            assert len(dag) == 30
-            big.scroll_into_view_if_needed()
-            graph = big.locator(".shad-dag__graph")
-            nodes = big.locator(".shad-dag__node")
-            page.wait_for_function(
-                "(g) => g.querySelectorAll('.shad-dag__node').length === 30", arg=graph.element_handle()
-            )
-            assert set(nodes.evaluate_all("ns => ns.map(n => n.dataset.nodeId)")) == set(dag)
-            assert _outside(graph, big) == []
-            assert big.locator('.shad-dag__node[data-node-id="root"]').is_visible()
-            zoom = float(graph.get_attribute("data-zoom") or 0)
-            assert zoom >= 0.45, zoom  # fitted, and still legible
-            box = graph.bounding_box()
-            assert box is not None and box["y"] + box["height"] <= 1100  # the whole box on the screen
+        leaf = "water.part_5"
+        big.locator(f'.shad-dag__node[data-node-id="{leaf}"]').hover()
+        tip = big.locator(".shad-dag__tip")
+        tip.wait_for(state="visible")
+        assert tip.locator(".shad-dag__tip-task").text_content() == dag[leaf]["task"]
+        assert tip.locator(".shad-dag__tip-id").text_content() == leaf
+        root_task = dag["root"]["task"]
+        big.locator('.shad-dag__node[data-node-id="root"]').hover()
+        page.wait_for_function(
+            "([t, want]) => t.querySelector('.shad-dag__tip-task').textContent === want",
+            arg=[tip.element_handle(), root_task],
+        )
+        # The timeline has a row per node that ran, and the zoom buttons and Fit work.
+        assert big.locator(".shad-dag__tl-row[data-node-id]").count() == 30
+        big.locator('.shad-dag__tool[data-zoom="in"]').click()
+        big.locator('.shad-dag__tool[data-zoom="in"]').click()
+        assert float(graph.get_attribute("data-zoom") or 0) > zoom
+        big.locator(".shad-dag__fit").click()
+        assert float(graph.get_attribute("data-zoom") or 0) == pytest.approx(zoom, abs=0.002)
+        assert _outside(graph, big) == []
+        page.mouse.move(5, 5)
+        tip.wait_for(state="hidden")
+        big.screenshot(path=str(SHOTS / "dag-30-light.png"))
 
-            leaf = "water.part_5"
-            big.locator(f'.shad-dag__node[data-node-id="{leaf}"]').hover()
-            tip = big.locator(".shad-dag__tip")
-            tip.wait_for(state="visible")
-            assert tip.locator(".shad-dag__tip-task").text_content() == dag[leaf]["task"]
-            assert tip.locator(".shad-dag__tip-id").text_content() == leaf
-            root_task = dag["root"]["task"]
-            big.locator('.shad-dag__node[data-node-id="root"]').hover()
-            page.wait_for_function(
-                "([t, want]) => t.querySelector('.shad-dag__tip-task').textContent === want",
-                arg=[tip.element_handle(), root_task],
-            )
-            # The timeline has a row per node that ran, and the zoom buttons and Fit work.
-            assert big.locator(".shad-dag__tl-row[data-node-id]").count() == 30
-            big.locator('.shad-dag__tool[data-zoom="in"]').click()
-            big.locator('.shad-dag__tool[data-zoom="in"]').click()
-            assert float(graph.get_attribute("data-zoom") or 0) > zoom
-            big.locator(".shad-dag__fit").click()
-            assert float(graph.get_attribute("data-zoom") or 0) == pytest.approx(zoom, abs=0.002)
-            assert _outside(graph, big) == []
-            page.mouse.move(5, 5)
-            tip.wait_for(state="hidden")
-            big.screenshot(path=str(SHOTS / "dag-30-light.png"))
+        # --- Stop: the slow run ends PARTIAL, its cell in one line ------------------------------------
+        slow_cell = page.locator(".jp-CodeCell").nth(3)
+        slow = slow_cell.locator(".shad-dag")
+        stop = slow.locator(".shad-dag__stop")
+        stop.wait_for(state="visible")
+        page.wait_for_function(
+            "(el) => el.querySelectorAll('.shad-dag__node').length >= 6", arg=slow.element_handle()
+        )
+        _dark_theme(page)
+        big.scroll_into_view_if_needed()
+        assert _outside(graph, big) == []
+        big.screenshot(path=str(SHOTS / "dag-30-dark.png"))
+        assert stop.is_visible(), "the slow run ended before Stop could be pressed"
+        slow.scroll_into_view_if_needed()
+        slow.screenshot(path=str(SHOTS / "dag-running-dark.png"))
+        stop.click()
+        slow_badge = slow.locator(".shad-dag__header .shad-dag__badge")
+        page.wait_for_function("(el) => el.textContent === 'PARTIAL'", arg=slow_badge.element_handle())
+        _wait(lambda: _kernel_idle(lab, notebook), "the stopped cell to end", RUN_ALL, lab)
+        errors = slow_cell.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+        errors.first.wait_for()
+        text = "\n".join(errors.all_text_contents()).strip()
+        slow_id = (slow.locator(".shad-dag__run-id").text_content() or "").strip()
+        assert text.count("\n") == 0, text  # one line, no traceback
+        assert "PARTIAL" in text and f"%shad resume {slow_id}" in text, text
+        assert "Traceback" not in (slow_cell.text_content() or "")
+        summary = json.loads((_history(lab, slow_id) / "final.summary.json").read_text())
+        assert summary["status"] == "PARTIAL"
+        assert not stop.is_visible()
+        slow.screenshot(path=str(SHOTS / "dag-stopped-dark.png"))
 
-            # --- Stop: the slow run ends PARTIAL, its cell in one line ------------------------------------
-            slow_cell = page.locator(".jp-CodeCell").nth(3)
-            slow = slow_cell.locator(".shad-dag")
-            stop = slow.locator(".shad-dag__stop")
-            stop.wait_for(state="visible")
-            page.wait_for_function(
-                "(el) => el.querySelectorAll('.shad-dag__node').length >= 6", arg=slow.element_handle()
-            )
-            _dark_theme(page)
-            big.scroll_into_view_if_needed()
-            assert _outside(graph, big) == []
-            big.screenshot(path=str(SHOTS / "dag-30-dark.png"))
-            assert stop.is_visible(), "the slow run ended before Stop could be pressed"
-            slow.scroll_into_view_if_needed()
-            slow.screenshot(path=str(SHOTS / "dag-running-dark.png"))
-            stop.click()
-            slow_badge = slow.locator(".shad-dag__header .shad-dag__badge")
-            page.wait_for_function("(el) => el.textContent === 'PARTIAL'", arg=slow_badge.element_handle())
-            _wait(lambda: _kernel_idle(lab, notebook), "the stopped cell to end", RUN_ALL, lab)
-            errors = slow_cell.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
-            errors.first.wait_for()
-            text = "\n".join(errors.all_text_contents()).strip()
-            slow_id = (slow.locator(".shad-dag__run-id").text_content() or "").strip()
-            assert text.count("\n") == 0, text  # one line, no traceback
-            assert "PARTIAL" in text and f"%shad resume {slow_id}" in text, text
-            assert "Traceback" not in (slow_cell.text_content() or "")
-            summary = json.loads((_history(lab, slow_id) / "final.summary.json").read_text())
-            assert summary["status"] == "PARTIAL"
-            assert not stop.is_visible()
-            slow.screenshot(path=str(SHOTS / "dag-stopped-dark.png"))
-
-            # --- Open report: the finished run's report in the side panel ------------------------------
-            big.scroll_into_view_if_needed()
-            big.locator(".shad-dag__open-report").click()
-            report = big.locator(".shad-dag__report")
-            report.wait_for()
-            assert (big.locator(".shad-dag__report-path").text_content() or "").endswith("final.report.md")
-            assert (report.text_content() or "").strip() == (
-                _history(lab, run_id) / "final.report.md"
-            ).read_text().strip()
-            assert "Error displaying widget" not in (page.locator(".jp-Notebook").text_content() or "")
-            assert not outside, f"the page fetched from outside the Lab server: {outside}"
-        finally:
-            browser.close()
+        # --- Open report: the finished run's report in the side panel ------------------------------
+        big.scroll_into_view_if_needed()
+        big.locator(".shad-dag__open-report").click()
+        report = big.locator(".shad-dag__report")
+        report.wait_for()
+        assert (big.locator(".shad-dag__report-path").text_content() or "").endswith("final.report.md")
+        assert (report.text_content() or "").strip() == (
+            _history(lab, run_id) / "final.report.md"
+        ).read_text().strip()
