@@ -1,5 +1,6 @@
-"""Helpers shared by the notebook-side tests: an IPython shell with the magics loaded, and a comm that
-records what a widget would send to the front end (conftest's ``comms`` fixture installs it)."""
+"""Helpers shared by the notebook-side tests: an IPython shell with the magics loaded, a notebook run in a
+real kernel with a chosen environment, and a comm that records what a widget would send to the front end
+(conftest's ``comms`` fixture installs it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from comm.base_comm import BaseComm
 from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+from nbclient import NotebookClient
 
 import shad_magics
 from shad_magics import ShadMagics
@@ -31,6 +33,15 @@ def magics_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vault: Path) -
     shad_magics.unload_ipython_extension(sh)
     for name in set(sh.user_ns) - before:
         del sh.user_ns[name]
+
+
+def execute_notebook(nb: Any, cwd: Path, env: dict[str, str]) -> None:
+    """Run every cell of ``nb`` in a real ``python3`` kernel started in ``cwd`` with exactly ``env`` as its
+    environment (not this process's: no key or setting of the developer's leaks in)."""
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(cwd)}}
+    )
+    client.execute(env=env)
 
 
 def magics_of(sh: InteractiveShell) -> ShadMagics:

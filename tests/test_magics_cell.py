@@ -21,8 +21,8 @@ import pytest
 from _checkpoint_data import COFFEE_FLAT
 from _checkpoint_data import SECURITY_GOAL as GOAL
 from _fake_llm import FakeLLMServer, prompt_of, well_behaved
+from _notebook_helpers import execute_notebook
 from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 
 from shad_magics._cell import Progress, short_count
 
@@ -92,17 +92,7 @@ def test_after_approve_the_cell_keeps_no_needs_human(
             "print('resumed:', panel.result.status.value)"
         ),
     ]
-    client = NotebookClient(
-        nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}}
-    )
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(kernel_env)  # the kernel inherits this process's environment
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    execute_notebook(nb, tmp_path, kernel_env)
     paused_cell, decide_cell = nb.cells[1], nb.cells[2]
     assert "resumed: PARTIAL" in _text(decide_cell.outputs[0])
     shown = "\n".join(_text(o) for o in paused_cell.outputs)

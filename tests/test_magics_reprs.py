@@ -20,9 +20,8 @@ import networkx as nx
 import pandas as pd
 import pytest
 from _demo import DEMO
-from _notebook_helpers import magics_shell, ok
+from _notebook_helpers import execute_notebook, magics_shell, ok
 from IPython.core.interactiveshell import InteractiveShell
-from nbclient import NotebookClient
 
 from shad_magics import ShadResult
 from shad_magics._reprs import Citations
@@ -186,17 +185,7 @@ def test_in_a_real_kernel_each_part_displays_as_html(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SHAD_", "ANTHROPIC_", "OPENAI_"))}
     env |= {"SHAD_HOME": str(tmp_path / "home"), "SHAD_STORE": str(tmp_path / "store.sqlite3")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    client = NotebookClient(
-        nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}}
-    )
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)  # the kernel inherits this process's environment
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    execute_notebook(nb, tmp_path, env)
 
     def shown(index: int) -> dict[str, Any]:
         (out,) = [o for o in nb.cells[index].outputs if o["output_type"] == "execute_result"]
