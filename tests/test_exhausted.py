@@ -172,22 +172,10 @@ def test_a_software_node_whose_repairs_ran_out_keeps_its_code_and_the_attempts(
     tmp_path: Path, demo_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The stand-in model writes code with planted faults and never repairs them (test_software_run).
-    import asyncio
-
-    from _fake_llm import FakeLLMServer
-    from test_software_run import GOAL, KEY, Model, _never_repairs
-
-    from engine.runs import start_run
+    from test_software_run import Model, _never_repairs
 
     monkeypatch.setattr(Model, "__call__", _never_repairs(Model.__call__))
-    vault = Path(shutil.copytree(demo_vault, tmp_path / "vault"))
-    with FakeLLMServer(reply=Model()) as fake:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        config = RunConfig(
-            GOAL, (str(vault),), provider="anthropic", strategy="software", code_mode=False, verify="build"
-        )
-        r = asyncio.run(start_run(config))
+    r = _software_run(demo_vault, tmp_path, monkeypatch, verify="build")
     assert r.status is RunStatus.PARTIAL and r.summary["software"]["ok"] is False
     failed = {n.id: n for n in r.dag if n.status is FAILED}
     assert "impl" in failed, {n.id: n.status.value for n in r.dag}
@@ -214,10 +202,8 @@ def test_when_repairs_made_the_code_worse_the_best_version_is_kept(
 ) -> None:
     # Each "repair" fixes fmt.py but adds two imports of modules that do not exist to core.py: the version
     # checked before any repair has the fewest findings, and it is the one kept as the best code.
-    import asyncio
-
-    from _fake_llm import FakeLLMServer, prompt_of
-    from test_software_run import CORE_FAULTY, FMT_FIXED, GOAL, KEY, Model, block
+    from _fake_llm import prompt_of
+    from test_software_run import CORE_FAULTY, FMT_FIXED, Model, block
 
     from engine.output import Manifest
 
@@ -230,14 +216,7 @@ def test_when_repairs_made_the_code_worse_the_best_version_is_kept(
 
     original = Model.__call__
     monkeypatch.setattr(Model, "__call__", reply)
-    vault = Path(shutil.copytree(demo_vault, tmp_path / "vault"))
-    with FakeLLMServer(reply=Model()) as fake:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        config = RunConfig(
-            GOAL, (str(vault),), provider="anthropic", strategy="software", code_mode=False, verify="basic"
-        )
-        r = asyncio.run(start_run_(config))
+    r = _software_run(demo_vault, tmp_path, monkeypatch, verify="basic")
     impl = r.dag.node("impl")
     assert impl.status is FAILED, impl.note
     best = impl.diagnostic["best_artifact"]
@@ -250,7 +229,21 @@ def test_when_repairs_made_the_code_worse_the_best_version_is_kept(
     assert "an earlier version with" in r.report
 
 
-def start_run_(config: RunConfig) -> Any:
+def _software_run(demo_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, verify: str) -> Run:
+    """test_software_run's goal, answered by its stand-in model (as patched by the test) through the real
+    anthropic SDK, on a copy of the demo vault."""
+    import asyncio
+
+    from _fake_llm import FakeLLMServer
+    from test_software_run import GOAL, KEY, Model
+
     from engine.runs import start_run
 
-    return start_run(config)
+    vault = Path(shutil.copytree(demo_vault, tmp_path / "vault"))
+    with FakeLLMServer(reply=Model()) as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        config = RunConfig(
+            GOAL, (str(vault),), provider="anthropic", strategy="software", code_mode=False, verify=verify
+        )
+        return asyncio.run(start_run(config))
