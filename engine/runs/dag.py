@@ -136,11 +136,9 @@ class Dag:
     def children(self, node_id: str, *, cut: bool = False) -> list[Node]:
         """The subtasks of ``node_id`` that are part of the run; with ``cut``, those the limits left out
         too (they never run, so a node whose only subtasks were cut answers as a leaf)."""
-        return [
-            self.node(c)
-            for c in self.graph.successors(node_id)
-            if self.graph.edges[node_id, c]["kind"] == "child" and (cut or not self.node(c).cut)
-        ]
+        nodes = self.graph.nodes
+        found = (nodes[c]["node"] for c, edge in self.graph.succ[node_id].items() if edge["kind"] == "child")
+        return [n for n in found if cut or not n.cut]
 
     def planned(self) -> int:
         """The nodes that count against ``max_nodes``: all but those the limits cut."""
