@@ -264,9 +264,8 @@ def answer(inputs: dict[str, Any]) -> str:
     # is rarely in the passages that rank first for the whole question.
     uncovered = set(terms(task or goal))
     for p in ranked:
-        if p.coverage < MIN_COVERAGE and not (count >= MAX_PASSAGES and uncovered & set(p.matched)):
-            continue
-        if count >= MAX_PASSAGES and not uncovered & set(p.matched):
+        filling_gaps = count >= MAX_PASSAGES
+        if not (uncovered & set(p.matched) if filling_gaps else p.coverage >= MIN_COVERAGE):
             continue
         key = norm_key(p.text)
         if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
