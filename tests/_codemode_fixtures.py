@@ -7,6 +7,7 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _demo import DEMO
@@ -90,3 +91,11 @@ def run_refused(sb: Sandbox, script: str, kind: str) -> SandboxError:
         pytest.fail(f"expected a {kind!r} refusal, got result {result.result!r}")
     assert info.value.kind == kind, f"expected {kind!r}, got {info.value.kind!r}: {info.value.message}"
     return info.value
+
+
+def require_codemode(events: list[dict[str, Any]]) -> None:
+    """Skip the test when its run retrieved without Code Mode (no sandbox on this machine): the recovery
+    ladder, and so a retrieval that stays weak or a retry, needs one."""
+    mode = next(e for e in events if e["type"] == "RETRIEVAL_MODE")
+    if mode["mode"] != "codemode":
+        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")

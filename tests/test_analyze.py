@@ -15,6 +15,9 @@ import pytest
 from _cli import Result, caller
 from _demo import DEMO
 from _fake_llm import FakeLLMServer, prompt_of, well_behaved
+from test_novelty import GOAL as REPEATING_GOAL
+from test_novelty import PLAN as REPEATING_PLAN
+from test_novelty import REST
 
 import engine
 from engine.curation import GAP_COLUMNS, analyze_vault
@@ -299,21 +302,11 @@ def test_asks_a_run_said_the_vault_does_not_answer_count_as_nothing_found(record
 
 # --- subtasks pruned as redundant: a saving, not trouble -------------------------------------------------
 
-REST = "How long should roasted beans rest?"
-# The model asks the same thing twice (as plans do): the second is pruned by novelty (E10).
-REPEATING_PLAN = {
-    "nodes": [
-        {"id": "rest", "task": REST, "stage": "gather_evidence"},
-        {"id": "rest_again", "task": REST, "stage": "gather_evidence"},
-        {"id": "grind", "task": "What grind size suits a French press?", "stage": "gather_evidence"},
-    ]
-}
-
 
 def _planner(body: dict[str, Any]) -> str:
     prompt = prompt_of(body)
     if "Reply with JSON only" in prompt or "as valid JSON only" in prompt:
-        return json.dumps(REPEATING_PLAN)
+        return json.dumps(REPEATING_PLAN)  # the same subtask twice: the second is pruned (E10)
     return well_behaved(prompt)
 
 
@@ -321,7 +314,7 @@ def test_a_subtask_pruned_as_redundant_is_counted_as_budget_saved_never_as_a_pro
     shad: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = _copy_demo(tmp_path)
-    goal = f"{REST} What grind size suits a French press?"
+    goal = REPEATING_GOAL
     with FakeLLMServer(reply=_planner) as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-for-the-fake-server")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)

@@ -18,6 +18,7 @@ import pytest
 import uvicorn
 from _checkpoint_data import COFFEE_NOTES, SECURITY_GOAL
 from _cli import dead_process
+from _codemode_fixtures import require_codemode
 from _demo import DEMO
 from _fake_llm import FakeLLMServer, prompt_of, stall, well_behaved
 
@@ -265,9 +266,7 @@ def test_a_hint_on_resume_steers_the_nodes_whose_retries_ran_out(api: httpx.Clie
     weak = api.post("/v1/run", json={"goal": WEAK, "provider": "offline"}).json()["run_id"]
     assert wait_done(api, weak)["status"] == "PARTIAL"
     first = Run.load(weak)
-    mode = next(e for e in first.events if e["type"] == "RETRIEVAL_MODE")
-    if mode["mode"] != "codemode":  # the ladder needs the sandbox: without one there is no retry
-        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")
+    require_codemode(first.events)  # the ladder needs the sandbox: without one there is no retry
     assert first.dag.root().status is NodeStatus.FAILED_WITH_DIAGNOSTIC
     resumed = api.post(f"/v1/run/{weak}/resume", json={"hint": "Wilson lattice quantum chromodynamics"})
     assert resumed.status_code == 202 and resumed.json()["run_id"] == weak

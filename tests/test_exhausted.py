@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from _cli import caller
+from _codemode_fixtures import require_codemode
 
 from engine import Run, RunConfig, RunStatus, run
 from engine.runs import resume
@@ -53,9 +54,7 @@ def vault(tmp_path: Path, demo_vault: Path) -> Path:
 
 def offline(goal: str, vault: Path, **options: Any) -> Run:
     r = run(RunConfig(goal, (str(vault),), provider="offline", **options))
-    mode = next(e for e in r.events if e["type"] == "RETRIEVAL_MODE")
-    if mode["mode"] != "codemode":  # the ladder needs the sandbox: without one there is no retry
-        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")
+    require_codemode(r.events)  # the ladder needs the sandbox: without one there is no retry
     return r
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from _codemode_fixtures import require_codemode
 from _demo import DEMO
 from _fake_llm import FakeLLMServer, server_error, stall
 from _notebook_helpers import magics_of, magics_shell, ok
@@ -475,9 +476,7 @@ def test_resume_with_a_hint_steers_the_nodes_whose_retries_ran_out(shell: Intera
                 "What is the history of quantum chromodynamics lattice gauge theory?",
             )
         )
-    mode = next(e for e in weak.run.events if e["type"] == "RETRIEVAL_MODE")
-    if mode["mode"] != "codemode":  # the ladder needs the sandbox: without one there is no retry
-        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")
+    require_codemode(weak.run.events)  # the ladder needs the sandbox: without one there is no retry
     assert weak.run.dag.root().status is NodeStatus.FAILED_WITH_DIAGNOSTIC
     with pytest.warns(ShadPartialWarning):  # still nothing on it in the vault
         again = ok(

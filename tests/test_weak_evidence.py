@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _codemode_fixtures import require_codemode
 
 from engine import Run, RunConfig, RunStatus, run
 from engine.retrieval.coverage import CoverEvidence, goal_asks
@@ -34,9 +35,7 @@ def _no_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def offline(goal: str, vault: Path, history: Path) -> Run:
     r = run(RunConfig(goal, (str(vault),), provider="offline", history_dir=str(history)))
-    mode = next(e for e in r.events if e["type"] == "RETRIEVAL_MODE")
-    if mode["mode"] != "codemode":  # the ladder needs the sandbox: without one nothing ends weak
-        pytest.skip(f"Code Mode is unavailable here: {mode.get('reason')}")
+    require_codemode(r.events)  # the ladder needs the sandbox: without one nothing ends weak
     return r
 
 
