@@ -131,12 +131,17 @@ def test_interrupt_cancels_then_reraises() -> None:
 
 def test_cancel_before_the_job_starts_still_finishes_it() -> None:
     release = threading.Event()
+    hogging = threading.Event()
 
     async def hog(sink: Callable[[dict[str, Any]], None]) -> Run:
+        hogging.set()
         release.wait(30)  # blocks the engine loop: the next job cannot start yet
         raise ValueError("hog done")
 
     first = Job(hog)
+    # Only once the loop is blocked are the second job and its cancel queued behind it, in that order;
+    # otherwise the loop may schedule the second job's first step before the cancel arrives.
+    assert hogging.wait(30)
     started: list[str] = []
 
     async def never(sink: Callable[[dict[str, Any]], None]) -> Run:
