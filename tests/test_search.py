@@ -627,3 +627,27 @@ def test_query_of_only_very_common_words_still_answers(demo: Vault, monkeypatch:
     for hit in hits:
         text = demo.read_note(hit.path).body.lower()
         assert "espresso" in text and "grind" in text, hit.path
+
+
+def test_conflict_copy_written_after_a_search_is_left_out(tmp_path: Path) -> None:
+    """The notes the default filters refuse are remembered until the index changes: a sync-conflict
+    copy added after a search takes no rank in the next one (the scores are those a fresh ``Vault``
+    gives), and a copy renamed into a note comes back."""
+    write_vault(
+        tmp_path, {"Wombat.md": "# Wombat\n\nA wombat digs burrows.", "Other.md": "Burrows of rabbits."}
+    )
+    v = Vault(tmp_path)
+
+    def ranked(vault: Vault) -> list[tuple[str, float]]:
+        return [(h.path, h.score) for h in vault.search("wombat burrows")]
+
+    assert [p for p, _ in ranked(v)] == ["Wombat.md", "Other.md"]
+    copy = tmp_path / "Wombat (conflict 2026-04-02).md"
+    copy.write_text("# Wombat\n\nA wombat digs wombat burrows.", encoding="utf-8")
+    v.refresh()
+    assert ranked(v) == ranked(Vault(tmp_path))
+    assert [p for p, _ in ranked(v)] == ["Wombat.md", "Other.md"]
+    assert copy.name in paths(v.search("wombat burrows", include_conflicts=True))
+    copy.rename(tmp_path / "Wombat at night.md")
+    v.refresh()
+    assert "Wombat at night.md" in paths(v.search("wombat burrows"))

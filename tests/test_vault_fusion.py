@@ -15,7 +15,14 @@ from types import ModuleType
 import pytest
 
 from engine import Vault
-from engine.vault._fusion import EXACT_BONUS, FusionInput, fuse, graph_neighbours, key_matches
+from engine.vault._fusion import (
+    EXACT_BONUS,
+    MAX_LINKS,
+    FusionInput,
+    fuse,
+    graph_neighbours,
+    key_matches,
+)
 
 pytestmark = pytest.mark.usefixtures("shad_home")
 
@@ -130,6 +137,19 @@ def test_graph_neighbours_are_the_notes_links_resolve_to(tmp_path: Path) -> None
     assert graph_neighbours(v.index, [ids[resolved]])[ids[resolved]] == [ids["A.md"]]
     other = "y/B.md" if resolved == "x/B.md" else "x/B.md"
     assert graph_neighbours(v.index, [ids[other]])[ids[other]] == []
+
+
+def test_graph_neighbours_of_several_seeds_leave_out_a_hubs_backlinks(tmp_path: Path) -> None:
+    """All seeds in one call, each with its own links; a note linked from more than MAX_LINKS notes (a
+    hub) gives none of its backlinks, but its own links out still count."""
+    notes = {"Hub.md": "Links to [[B]].\n", "A.md": "See [[B]] and [[Hub]].\n", "B.md": "Plain.\n"}
+    notes |= {f"Many/M{i}.md": "Up to [[Hub]].\n" for i in range(MAX_LINKS + 1)}
+    v = make_vault(tmp_path, notes)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    found = graph_neighbours(v.index, [ids["Hub.md"], ids["A.md"], ids["B.md"]])
+    assert found[ids["Hub.md"]] == [ids["B.md"]]
+    assert set(found[ids["A.md"]]) == {ids["B.md"], ids["Hub.md"]}
+    assert set(found[ids["B.md"]]) == {ids["Hub.md"], ids["A.md"]}
 
 
 def test_key_matches_finds_titles_and_aliases_in_a_question(tmp_path: Path) -> None:

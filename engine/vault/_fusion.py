@@ -122,26 +122,30 @@ def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -
 
 def graph_neighbours(index: VaultIndex, seeds: Iterable[int]) -> dict[int, list[int]]:
     """For each seed note, the notes it links to or that link to it (one hop, hubs left out), as its links
-    were resolved at index time (``edges``: the note Obsidian opens, never every note of that name). A few
-    queries for all seeds together, whatever their number."""
+    were resolved at index time (``edges``: the note Obsidian opens, never every note of that name)."""
     seeds = list(seeds)
     if not seeds:
         return {}
+    # One statement for all seeds: each seed's links out, and its backlinks on their own, cut off past
+    # MAX_LINKS (a hub's are many and are not followed).
     marks = ",".join("?" * len(seeds))
+    backlinks = " UNION ALL ".join(
+        "SELECT 1, ?, src FROM (SELECT DISTINCT src FROM edges WHERE dst = ? LIMIT ?)" for _ in seeds
+    )
+    rows = index.query(
+        f"SELECT 0, e.src, e.dst FROM edges e JOIN files f ON f.id = e.dst "
+        f"WHERE e.src IN ({marks}) AND f.is_note = 1 UNION ALL {backlinks}",
+        [*seeds, *(x for fid in seeds for x in (fid, fid, MAX_LINKS + 1))],
+    )
     out_links: dict[int, set[int]] = {fid: set() for fid in seeds}
-    for src, dst in index.query(
-        f"SELECT DISTINCT e.src, e.dst FROM edges e JOIN files f ON f.id = e.dst "
-        f"WHERE e.src IN ({marks}) AND f.is_note = 1",
-        seeds,
-    ):
-        out_links[src].add(dst)
+    in_links: dict[int, set[int]] = {fid: set() for fid in seeds}
+    for back, fid, other in rows:
+        (in_links if back else out_links)[fid].add(other)
     out: dict[int, list[int]] = {}
     for fid in seeds:
         linked = out_links[fid] if len(out_links[fid]) <= MAX_LINKS else set()
-        # Each seed's backlinks on their own: a hub's are cut off at MAX_LINKS.
-        sources = index.query("SELECT DISTINCT src FROM edges WHERE dst = ? LIMIT ?", (fid, MAX_LINKS + 1))
-        if len(sources) <= MAX_LINKS:
-            linked |= {r[0] for r in sources}
+        if len(in_links[fid]) <= MAX_LINKS:
+            linked |= in_links[fid]
         linked.discard(fid)
         out[fid] = sorted(linked)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +81,11 @@ EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
 # passage that holds it costs ~1 us each and its IDF adds little. It still counts in the AND query.
 SELECTIVE = {"fts": (2000, 0.01), "names": (300, 0.005), "docs": (500, 0.01)}
 DOCS_BUDGET = 1500  # whole notes scored per query, at most (about)
-_AFFORDABLE = 4  # an AND query is ranked when it matches at most this many times the selective cap
+# An AND query is ranked when it matches at most this many times the selective cap: scoring a row costs
+# ~1.5 us, so an AND of common words ("github stars": 6.9k of the 100 MB vault's passages) costs more than
+# all the rest of a search; such a query is ranked by its names and whole notes instead.
+_AFFORDABLE = 1
+_COUNTS_PER_STATEMENT = 300  # capped counts computed in one statement (each is a scalar subquery)
 
 
 def search_index(
@@ -107,7 +112,8 @@ def search_index(
     candidates: dict[int, _Candidate] = {}
     clauses = parsed.clauses()
     strict = parsed.strict()
-    if len(clauses) <= SHORT_QUERY and _affordable(index, strict, "fts"):
+    _count_clauses(index, clauses)
+    if len(clauses) <= SHORT_QUERY and _affordable(index, strict, "fts", clauses):
         _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates)
     if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
         chosen = _selective(index, clauses, "fts")
@@ -118,7 +124,7 @@ def search_index(
     names = _selective(index, clauses, "names")
     if names:
         _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, max(limit * 3, 30), candidates)
-    elif _affordable(index, strict, "names"):
+    elif _affordable(index, strict, "names", clauses):
         _fetch_names(index, strict, rank_where, rank_params, max(limit * 3, 30), candidates)
     keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query))
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
@@ -133,7 +139,9 @@ def search_index(
     by_passage = [c.fid for c in sorted(candidates.values(), key=lambda c: c.score, reverse=True)]
     # Every list holds only notes the filters let through (the names and, unless the filters narrow the
     # search, the ranking queries are not filtered in SQL): a note refused must not take a rank.
-    ok = _allowed(index, {*by_passage, *docs, *keys}, where, params)
+    found = {*by_passage, *docs, *keys}
+    narrows = filters.narrows()
+    ok = _allowed(index, found, where, params) if narrows else found - _refused(index, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
     inputs = FusionInput(by_passage, docs, keys, exact & ok)
     first = fuse(inputs)
@@ -176,7 +184,7 @@ def _rank_docs(
     chosen = _within_budget(index, _selective(index, clauses, "docs"), DOCS_BUDGET) + extra
     if chosen:
         return rank_docs(index, parsed.relaxed(chosen), where, params, _N_DOCS)
-    if _affordable(index, strict, "docs"):
+    if _affordable(index, strict, "docs", clauses):
         return rank_docs(index, strict, where, params, _N_DOCS)
     return []
 
@@ -189,6 +197,26 @@ def _allowed(index: VaultIndex, ids: set[int], where: str, params: list[Any]) ->
     return {
         r[0] for r in index.query(f"SELECT f.id FROM files f WHERE f.id IN ({marks}) AND {where}", params)
     }
+
+
+_Refused = tuple[tuple[Any, ...], set[int]]  # (generation and filter, the note ids they refuse)
+_REFUSED: weakref.WeakKeyDictionary[VaultIndex, _Refused] = weakref.WeakKeyDictionary()
+
+
+def _refused(index: VaultIndex, where: str, params: list[Any]) -> set[int]:
+    """The notes that filters which do not narrow the search leave out (sync-conflict copies; files that
+    are not notes), kept until the index changes: a lookup per hit on every search cost more."""
+    key = (index.meta("generation"), where, *params)
+    cached = _REFUSED.get(index)
+    if cached is None or cached[0] != key:
+        # Such filters refuse only files that are no notes or have "conflict" in their path: the few rows
+        # that pass this test (over the covering index on paths) are then checked exactly.
+        rows = index.query(
+            f"SELECT f.id FROM files f WHERE (f.is_note = 0 OR f.path LIKE '%conflict%') AND NOT ({where})",
+            params,
+        )
+        cached = _REFUSED[index] = (key, {r[0] for r in rows})
+    return cached[1]
 
 
 def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[str]:
@@ -268,10 +296,33 @@ def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
     return [c for n, c in counted if n <= cap]
 
 
-def _affordable(index: VaultIndex, match: str, table: str) -> bool:
-    """Whether ranking every row that ``match`` finds stays cheap (a sampled count decides)."""
-    cap = _AFFORDABLE * _cap(index, table)
+def _affordable(index: VaultIndex, match: str, table: str, clauses: list[str] | None = None) -> bool:
+    """Whether ranking every row that ``match`` finds stays cheap (a sampled count decides). ``match``
+    being the AND of ``clauses`` (and maybe NOTs), it finds no more rows than its rarest clause."""
+    selective = _cap(index, table)
+    if clauses and min(index.capped_count(c, selective + 1, table) for c in clauses) <= selective:
+        return True
+    cap = _AFFORDABLE * selective
     return index.capped_count(match, cap + 1, table) <= cap
+
+
+def _count_clauses(index: VaultIndex, clauses: list[str]) -> None:
+    """Count (capped, as ``_selective`` does) the rows of each table that each clause matches, all in
+    one statement, into the index's count cache: every count is cheap, but a statement each (three
+    tables, every word of a question) cost more than all of them together."""
+    todo = [
+        key
+        for table in SELECTIVE
+        for key in ((c, _cap(index, table) + 1, table) for c in clauses)
+        if key not in index._counts
+    ]
+    for i in range(0, len(todo), _COUNTS_PER_STATEMENT):
+        chunk = todo[i : i + _COUNTS_PER_STATEMENT]
+        sql = "SELECT " + ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT ?))" for _, _, t in chunk
+        )
+        row = index.query(sql, [x for match, cap, _ in chunk for x in (match, cap)])[0]
+        index._counts.update(zip(chunk, row))
 
 
 def _fetch_passages(
