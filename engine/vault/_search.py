@@ -37,7 +37,6 @@ _SHORT_FIRST = 400  # a note's first passage joins a hit further down when it is
 class _Candidate:
     fid: int
     chunk: int  # rowid of the best passage (-1: matched on its name only)
-    heading: str | None
     score: float  # best passage BM25 + a share of the second + the scaled name BM25
     path: str = ""
     title: str = ""
@@ -47,17 +46,18 @@ class _Candidate:
     passages: int = 0
 
 
+# Ranking queries select no stored column: SQLite reads the columns of every matching row before it sorts,
+# and a column after a passage's body is reached through the body's overflow pages (the passages shown
+# are read once, in ``_passages``). That made up most of a ranking query's time on a small vault.
 _PASSAGES = (
-    "SELECT fts.rowid, fts.heading, bm25(fts, {w}) AS score FROM fts "
+    "SELECT fts.rowid, bm25(fts, {w}) AS score FROM fts "
     f"JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
     "WHERE fts MATCH ? AND {where} ORDER BY score LIMIT ?"
 )
-_PASSAGES_ALL = (
-    "SELECT rowid, heading, bm25(fts, {w}) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?"
-)
-_PASSAGES_SAMPLE = "SELECT rowid, heading, -1.0 FROM fts WHERE fts MATCH ? LIMIT ?"
+_PASSAGES_ALL = "SELECT rowid, bm25(fts, {w}) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?"
+_PASSAGES_SAMPLE = "SELECT rowid, -1.0 FROM fts WHERE fts MATCH ? LIMIT ?"
 _PASSAGES_SAMPLE_FILTERED = (
-    f"SELECT fts.rowid, fts.heading, -1.0 FROM fts JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
+    f"SELECT fts.rowid, -1.0 FROM fts JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
     "WHERE fts MATCH ? AND {where} LIMIT ?"
 )
 _NAMES = (
@@ -150,7 +150,7 @@ def search_index(
     scores = fuse(inputs, graph)
     for fid, value in scores.items():
         if fid not in candidates:
-            candidates[fid] = _Candidate(fid, -1, None, 0.0)
+            candidates[fid] = _Candidate(fid, -1, 0.0)
         candidates[fid].score = value
     ranked = sorted((candidates[fid] for fid in scores), key=lambda c: (-c.score, c.fid))
     if parsed.excluded:
@@ -242,12 +242,12 @@ def _best_passages(
     for c in found:
         lo = c.fid << CHUNK_BITS
         rows = index.query(
-            f"SELECT rowid, heading FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ? "
+            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ? "
             f"ORDER BY bm25(fts, {PASSAGE_WEIGHTS}) LIMIT 1",
             (match, lo, lo + (1 << CHUNK_BITS)),
         )
         if rows:
-            c.chunk, c.heading = rows[0][0], rows[0][1]
+            c.chunk = rows[0][0]
 
 
 def _drop_excluded(index: VaultIndex, parsed: ParsedQuery, ranked: list[_Candidate]) -> list[_Candidate]:
@@ -342,14 +342,14 @@ def _fetch_passages(
     else:
         rows = index.query(_PASSAGES.format(where=where, w=PASSAGE_WEIGHTS), [match, *params, n])
     seen_here: dict[int, int] = {}
-    for rowid, heading, rank in rows:
+    for rowid, rank in rows:
         fid = rowid >> CHUNK_BITS
         score = -float(rank)
         count = seen_here.get(fid, 0)
         seen_here[fid] = count + 1
         existing = into.get(fid)
         if existing is None:
-            into[fid] = _Candidate(fid, rowid, heading, score)
+            into[fid] = _Candidate(fid, rowid, score)
         elif count == 1:
             existing.score += SECOND_PASSAGE_WEIGHT * score
 
@@ -365,7 +365,7 @@ def _fetch_names(
         score = -float(rank) * NAME_SCORE_WEIGHT
         existing = into.get(fid)
         if existing is None:
-            into[fid] = _Candidate(fid, -1, None, score)
+            into[fid] = _Candidate(fid, -1, score)
         else:
             existing.score += score
 
