@@ -113,7 +113,7 @@ def test_partial_run_exits_3_and_shad_resume_finishes_it(shad: Any, vault: Path)
     assert text.code == 0 and "PARTIAL" in text.out and "missing" in text.out
     assert f"shad resume {run_id}" in text.out
 
-    resumed = shad("resume", run_id, "--budget", "+20000", "--json")
+    resumed = shad("resume", run_id, "--budget", "+30000", "--json")
     assert resumed.code == 0, resumed.err
     assert resumed.json()["status"] == "SUCCESS" and resumed.json()["run_id"] == run_id
     assert resumed.json()["missing_branches"] == []

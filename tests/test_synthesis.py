@@ -192,3 +192,17 @@ def test_a_section_heading_drops_the_goal_it_repeats() -> None:
     assert section_heading(goal, goal, "clarify_scope") == "Clarify scope"  # only the goal: the node's name
     assert section_heading("list the payment endpoints", goal) == "List the payment endpoints"
     assert section_heading("", goal, "") == ""
+
+
+def test_a_fact_about_a_note_the_task_does_not_name_is_no_side() -> None:
+    # Plugin pages share a template: "Mobile compatible: Yes" on another plugin's page does not disagree
+    # with the page the question names.
+    answer = (
+        "- Mobile compatible: No [[Plugins/latex-ocr#Latex OCR]]\n"
+        "- Mobile compatible: Yes [[Plugins/handwriting-ocr#Handwriting OCR]]\n"
+        "- A DTR of 20 % [[Roasting/Development time]]\n- A DTR of 25 % [[Journal/Roast log]]"
+    )
+    conflicts = detect_conflicts([child("root", "Is the Latex OCR plugin mobile compatible?", answer)])
+    assert [c.slot for c in conflicts] == ["dtr (%)"]  # neither note named: both sides stand
+    both = detect_conflicts([child("root", "Are Latex OCR and Handwriting OCR mobile compatible?", answer)])
+    assert "mobile compatible" in [c.slot for c in both]

@@ -16,6 +16,8 @@ from ..text import parse_query
 __all__ = ["retrieval_script"]
 
 LIMIT = 6
+CANDIDATES = 12  # hits of each query considered
+RANK_SHARE = 0.3  # of a hit's fit, for being ranked first by a search (half that second, ...)
 SECTION_CHARS = 1200
 MAX_QUERIES = 5
 
@@ -25,21 +27,49 @@ _TEMPLATE = """\
 QUERIES = {queries}
 WORDS = {words}
 LIMIT = {limit}
+CANDIDATES = {candidates}
+RANK_SHARE = {rank_share}
 SECTION_CHARS = {section_chars}
 
+import math
+import re
+
+
 multi = len(obsidian.vaults()) > 1
-hits = []
-seen = set()
+# Every query's top CANDIDATES hits are pooled; the LIMIT kept are those whose passage holds most of the
+# task's words (rarer words weigh more), with a share for how high a search ranked them: a paraphrased
+# question's answer often ranks below hits that share one striking word with it.
+pool = {{}}
 used = []
 for query in QUERIES:
-    if len(hits) >= LIMIT:
-        break
     used.append(query)
-    for hit in obsidian.search(query, limit=LIMIT):
+    for rank, hit in enumerate(obsidian.search(query, limit=CANDIDATES)):
         key = (hit["vault"], hit["path"], hit.get("heading"))
-        if key not in seen:
-            seen.add(key)
-            hits.append(hit)
+        if key not in pool:
+            pool[key] = [hit, rank, len(pool)]
+        pool[key][1] = min(pool[key][1], rank)
+
+
+STARTS = {{w: re.compile(r"(?<![^\\W_])" + re.escape(w)) for w in WORDS}}  # a word, or the start of one
+
+
+def words_in(hit):
+    text = " ".join([hit.get("passage") or "", hit.get("heading") or "", hit["path"]]).lower()
+    return {{w for w in WORDS if STARTS[w].search(text)}}
+
+
+held = {{key: words_in(entry[0]) for key, entry in pool.items()}}
+weight = {{w: math.log(1 + len(pool) / (1 + sum(1 for h in held.values() if w in h))) for w in WORDS}}
+total = sum(weight.values()) or 1.0
+
+
+def fit(key):
+    hit, rank, order = pool[key]
+    return sum(weight[w] for w in held[key]) / total + RANK_SHARE / (1 + rank)
+
+
+chosen = sorted(pool, key=lambda key: (-fit(key), pool[key][2]))[:LIMIT]
+hits = [pool[key][0] for key in chosen]
 
 
 def section(note, heading):
@@ -121,5 +151,7 @@ def retrieval_script(task: str, hints: Any = None) -> str:
         queries=repr(queries),
         words=repr(words),
         limit=LIMIT,
+        candidates=CANDIDATES,
+        rank_share=RANK_SHARE,
         section_chars=SECTION_CHARS,
     )

@@ -13,10 +13,14 @@ time:
 Sides are counted per *source*: the note a statement cites (its first citation, heading dropped). A
 source's first value for a slot is its value. Copies of one source are one source: a sync-conflict
 copy ("Note (conflict 2024-01-02)", "Note.sync-conflict-...") counts as its original, and statements
-with the same words from different notes are one statement copied. When two or more sources give a slot
-different values, that is a ``Conflict``: every side is kept with its subtask, node id, the statement
-and its citations. This is deliberately simple and errs towards missing a conflict rather than
-inventing one: the same quantity worded differently ("rest" vs "resting time") is not matched.
+with the same words from different notes are one statement copied. A side is *about what the task
+asks* when the task names its note (every content word of the note's name, or of the cited heading, is
+in the task): when one side of a slot is, the sides from notes the task does not name are about
+something else (a plugin page's "Mobile compatible: Yes" on another plugin) and are left out. When two
+or more sources give a slot different values, that is a ``Conflict``: every side is kept with its
+subtask, node id, the statement and its citations. This is deliberately simple and errs towards
+missing a conflict rather than inventing one: the same quantity worded differently ("rest" vs
+"resting time") is not matched.
 
 ``drop_repeated_bullets`` keeps a report from saying the same thing twice: a list item whose words repeat
 an earlier one (near-identical, citations aside) is dropped.
@@ -193,6 +197,7 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
             continue
         node_id = str(_field(child, "node_id") or _field(child, "id") or "?")
         task = " ".join(str(_field(child, "task") or "").split())
+        asked = {stem(w) for w in _WORD.findall(task.lower())}
         fallback = _child_citations(child)
         for statement, cites in _statements(answer):
             facts = []
@@ -202,23 +207,39 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
             facts += [(*n, "number") for n in _numbers(statement)]
             cited = cites or fallback[:3]
             source = source_of(cited[0]) if cited else f"node:{node_id}"
+            named = bool(cited) and _names(asked, cited[0])
             for slot, label, value, kind in facts:
-                if not value:
-                    continue
-                entry = slots.setdefault(slot, {"label": label, "kind": kind, "sides": []})
-                sides: list[ConflictSide] = entry["sides"]
-                said = _same_words(statement)
-                if any(s.source == source or _same_words(s.statement) == said for s in sides):
-                    continue  # one source (or a copy of it) is one side, whatever it says again
-                sides.append(ConflictSide(node_id, task, value, statement, cited, source))
+                if value:
+                    entry = slots.setdefault(slot, {"label": label, "kind": kind, "sides": []})
+                    side = ConflictSide(node_id, task, value, statement, cited, source)
+                    entry["sides"].append((named, side))
     conflicts = []
     for slot in sorted(slots):
         entry = slots[slot]
-        sides = entry["sides"]
+        candidates = entry["sides"]
+        if any(named for named, _ in candidates):
+            candidates = [c for c in candidates if c[0]]
+        sides: list[ConflictSide] = []
+        for _, side in candidates:
+            said = _same_words(side.statement)
+            if any(s.source == side.source or _same_words(s.statement) == said for s in sides):
+                continue  # one source (or a copy of it) is one side, whatever it says again
+            sides.append(side)
         if len({s.value for s in sides}) < 2:
             continue  # agreement, or a single source
         conflicts.append(Conflict(entry["label"], entry["kind"], sides))
     return conflicts[:MAX_CONFLICTS]
+
+
+def _names(asked: set[str], citation: str) -> bool:
+    """Whether a task whose word stems are ``asked`` names the note (or the heading) ``citation`` cites."""
+    inner = citation.strip().removeprefix("[[").removesuffix("]]").split("|", 1)[0]
+    path, _, heading = inner.partition("#")
+    for name in (path.rsplit("/", 1)[-1].removesuffix(".md"), heading):
+        words = [stem(w) for w in _WORD.findall(name.lower()) if w not in STOP_WORDS]
+        if words and all(w in asked for w in words):
+            return True
+    return False
 
 
 def _same_words(statement: str) -> str:
