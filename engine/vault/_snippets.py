@@ -15,25 +15,45 @@ SNIPPET_CHARS = 240
 
 @lru_cache(maxsize=512)
 def _match_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + r")\w*", re.I | re.U)
+    # One group per query word: which word a match stands for is the group that matched (the text is
+    # never stemmed), found without copying the matched text.
+    return re.compile(r"\b(?:" + "|".join(f"({re.escape(s)})" for s in stems) + r")\w*", re.I | re.U)
+
+
+@lru_cache(maxsize=256)
+def _stems(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({stem(w) for w in words if w}, key=len, reverse=True))
 
 
 def densest_window(body: str, words: list[str], width: int = SNIPPET_CHARS) -> tuple[float, int | None]:
     """(distinct query words, start offset) of the densest ``width``-wide window of ``body``."""
-    stems = tuple(sorted({stem(w) for w in words if w}, key=len, reverse=True))
+    stems = _stems(tuple(words))
     if not body or not stems:
         return 0.0, None
-    # Which query word a match stands for is the alternative that matched: the text is never stemmed.
-    pattern = _match_pattern(stems)
-    found = [(m.start(), m.group(1).lower()) for _, m in zip(range(2000), pattern.finditer(body))]
+    return _densest(body, stems, width)
+
+
+# A hit's passage is often measured twice (to choose the passage a hit shows, then for its snippet): the
+# same string, whose hash Python keeps, so a lookup costs nothing next to a scan.
+@lru_cache(maxsize=64)
+def _densest(body: str, stems: tuple[str, ...], width: int) -> tuple[float, int | None]:
+    found = [(m.start(), m.lastindex) for _, m in zip(range(2000), _match_pattern(stems).finditer(body))]
     if not found:
         return 0.0, None
+    # A window ending at each match, its start moved up past matches more than half a width before it;
+    # the query words in it are counted as it slides (was a set built at each match).
     best_start, best_score = found[0][0], -1.0
+    inside: dict[int | None, int] = {}
     j = 0
-    for i, (start, _) in enumerate(found):
+    for i, (start, word) in enumerate(found):
+        inside[word] = inside.get(word, 0) + 1
         while found[j][0] < start - width // 2:
+            left = found[j][1]
+            inside[left] -= 1
+            if not inside[left]:
+                del inside[left]
             j += 1
-        score = len({s for _, s in found[j : i + 1]}) + 0.01 * (i - j)
+        score = len(inside) + 0.01 * (i - j)
         if score > best_score:
             best_score, best_start = score, found[j][0]
     return best_score, best_start

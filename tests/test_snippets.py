@@ -1,0 +1,51 @@
+"""Snippets (``engine/vault/_snippets.py``): the window of a passage densest in distinct query words."""
+
+from __future__ import annotations
+
+from engine.vault._snippets import SNIPPET_CHARS, densest_window, make_snippet
+
+FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 6
+
+
+def test_distinct_words_beat_one_word_repeated() -> None:
+    repeated = "grind grind grind grind grind. "
+    both = "A finer grind makes the espresso shot run slower."
+    body = repeated + FILLER + both + FILLER
+    score, start = densest_window(body, ["espresso", "grind"])
+    assert start == body.index("grind makes")
+    assert 2 <= score < 3  # two distinct words (and a hundredth per further match)
+
+
+def test_words_match_by_stem_and_case() -> None:
+    body = FILLER + "Roasting ROASTS the beans; the Roaster listens for the crack." + FILLER
+    score, start = densest_window(body, ["roast", "cracks"])
+    assert start == body.index("Roasting")
+    assert int(score) == 2
+
+
+def test_a_match_counts_only_inside_its_window() -> None:
+    body = "espresso " + "x " * SNIPPET_CHARS + "grind"
+    score, _ = densest_window(body, ["espresso", "grind"])
+    assert int(score) == 1
+
+
+def test_no_match_and_no_words() -> None:
+    assert densest_window("Nothing here.", ["quokka"]) == (0.0, None)
+    assert densest_window("Nothing here.", []) == (0.0, None)
+    assert make_snippet("", ["quokka"]) == ("", None)
+
+
+def test_snippet_shows_the_densest_window_and_marks_cuts() -> None:
+    body = FILLER + "A finer grind makes the espresso shot run slower. " + FILLER
+    snippet, start = make_snippet(body, ["espresso", "grind"])
+    assert start == body.index("grind makes")
+    assert "grind makes the espresso" in snippet
+    assert snippet.startswith("…") and snippet.endswith("…")
+    assert len(snippet) <= SNIPPET_CHARS + 2
+
+
+def test_same_body_gives_the_same_answer_for_other_words() -> None:
+    """A body measured once is measured again, not answered from the first query's words."""
+    body = "grind " + FILLER + "espresso espresso"
+    assert densest_window(body, ["grind"])[1] == 0
+    assert densest_window(body, ["espresso"])[1] == body.index("espresso")
