@@ -2,8 +2,8 @@
 
     python benchmarks/bench_engine.py [--latency 0.2] [--concurrency 8]
 
-Prints one JSON object: the wall time against the critical-path bound (target: within 1.15x), and the
-engine's own overhead per node measured with L = 0 (target: <= 5 ms).
+Prints one JSON object: the wall time against the critical-path bound (target, issue 18: <= 1.10x), and
+the engine's own overhead per node measured with L = 0 (target, issue 18: <= 3 ms).
 
 The stub plans 49 subtasks in chains of four; the root synthesizes them. The plan must come before every
 subtask and the synthesis after all of them, so no schedule beats

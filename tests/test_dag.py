@@ -148,6 +148,19 @@ def test_children_are_only_child_edges_not_dependents() -> None:
     assert all(isinstance(c, Node) for c in dag.children("root"))
 
 
+def test_children_asked_for_before_a_node_is_added_include_it_after() -> None:
+    dag = _tree()
+    assert [n.id for n in dag.children("root")] == ["a", "b", "c"]  # plan order
+    dag.add(Node("d", "more", "gather", 1, parent="root"))  # a split adds subtasks mid-run
+    assert [n.id for n in dag.children("root")] == ["a", "b", "c", "d"]
+    replaced = dag.add(Node("a", "gather again", "gather", 1, parent="root"))  # the same id, a new node
+    assert dag.children("root")[0] is replaced
+    dag.node("d").cut, dag.node("d").status = "max_nodes", NodeStatus.PRUNED  # a limit left it out
+    assert _ids(dag.children("root")) == {"a", "b", "c"} and _ids(dag.children("root", cut=True)) >= {"d"}
+    dag.add(Node("a2", "t", "s", 2, parent="a"))
+    assert _ids(dag.children("a")) == {"a2"} and _ids(dag.ready()) == {"a2", "c"}
+
+
 def test_len_contains_node_and_iteration() -> None:
     dag = _tree()
     assert len(dag) == 4

@@ -3,6 +3,7 @@ JSONL appends that survive a kill, secret scrubbing in every file, and finding r
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -216,6 +217,34 @@ def test_an_append_after_a_truncated_line_is_not_lost(history: History) -> None:
         fh.write('{"event": "B", "cut off by a ki')  # the run was killed here; now it is resumed
     history.append("events.jsonl", {"event": "RUN_RESUMED"})
     assert [r["event"] for r in history.read_lines("events.jsonl")] == ["A", "RUN_RESUMED"]
+
+
+def _open_on(path: Path) -> int:
+    """How many of this process's descriptors are open on ``path``."""
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == str(path.resolve()))
+
+
+def test_the_run_and_another_writer_append_whole_lines_and_close_releases_the_files(history: History) -> None:
+    other = History(history.dir, history.run_id)  # as a checkpoint decided from elsewhere writes
+    history.append("events.jsonl", {"event": "A"})
+    other.append("events.jsonl", {"event": "CHECKPOINT_DECIDED"})
+    history.append("events.jsonl", {"event": "B"})
+    assert [r["event"] for r in history.read_lines("events.jsonl")] == ["A", "CHECKPOINT_DECIDED", "B"]
+    if not Path("/proc/self/fd").is_dir():
+        return  # no way to count descriptors here
+    events = history.dir / "events.jsonl"
+    assert _open_on(events) == 2  # the run's appends keep their file open
+    history.close()
+    other.close()
+    assert _open_on(events) == 0
+    late = History(history.dir, history.run_id)
+    late.append("events.jsonl", {"event": "C"})  # after the run closed (a checkpoint decided late)
+    assert [r["event"] for r in history.read_lines("events.jsonl")][-1] == "C"
+    assert _open_on(events) == 1
+    del late  # never closed: its file is let go when it is collected
+    gc.collect()
+    assert _open_on(events) == 0
 
 
 def test_read_lines_of_a_missing_file_is_empty(history: History) -> None:

@@ -107,3 +107,25 @@ def test_the_loop_guard_stops_a_skill_in_its_own_subtasks(vault: Path) -> None:
     assert all(decisions[nid]["in_force"] == ["how-to"] for nid in children)  # inherited, not re-triggered
     child_calls = _node_systems(provider, children)
     assert child_calls and all("ZEBRA" in s for s in child_calls)
+
+
+def test_the_routing_record_is_written_with_the_checkpoints_not_per_node(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """decisions/skills.json goes with each dag.json checkpoint and at the end, holding every node's
+    routing: rebuilding and queueing it for every node routed grew with the square of the nodes."""
+    from engine.store.history import History
+
+    queued: list[str] = []
+    write_soon = History.write_json_soon
+
+    def counting(self: History, rel: str, data: Any) -> None:
+        queued.append(rel)
+        write_soon(self, rel, data)
+
+    monkeypatch.setattr(History, "write_json_soon", counting)
+    goal = "How do I dial in espresso, and how do I clean the grinder afterwards, step by step?"
+    run, _ = _run(vault, goal, strategy="planning")
+    routed = run.history.read_json("decisions/skills.json")["nodes"]
+    assert set(routed) == {n.id for n in run.dag} and len(routed) >= 4
+    assert queued.count("decisions/skills.json") <= queued.count("dag.json") + 1

@@ -69,12 +69,26 @@ class Event:
 
     def payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.metadata.get("internal") or (value is None and f.metadata.get("optional")):
+        for name, optional in _recorded_fields(type(self)):
+            value = getattr(self, name)
+            if value is None and optional:
                 continue
-            out[f.name] = value
+            out[name] = value
         return out
+
+
+_RECORDED: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _recorded_fields(kind: type) -> tuple[tuple[str, bool], ...]:
+    """The fields a record of this event class carries (name, optional): looked up once per class, not
+    on every event of a run."""
+    found = _RECORDED.get(kind)
+    if found is None:
+        found = _RECORDED[kind] = tuple(
+            (f.name, bool(f.metadata.get("optional"))) for f in fields(kind) if not f.metadata.get("internal")
+        )
+    return found
 
 
 def to_record(event: Event, run_id: str, ts: float | None = None) -> dict[str, Any]:

@@ -300,7 +300,7 @@ class Recorder:
                 "retries": error.retries,
             }
         # Round-trip through JSON so later changes to the request or response cannot alter the record.
-        clean = self._redactor.obj(json.loads(canonical_json(entry)))
+        clean = self._redactor.loads(canonical_json(entry))
         with self._lock:
             clean["seq"] = len(self._calls)
             self._calls.append(clean)
@@ -344,9 +344,12 @@ class Recorder:
         }
 
     def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the manifest atomically (temp file in the same folder, fsync, rename)."""
+        """Write the manifest atomically (temp file in the same folder, fsync, rename), one call a
+        line: indenting hundreds of kilobytes of prompts took Python's slow encoder, lines its fast one."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.manifest(), ensure_ascii=False, indent=1, default=_plain)
-        atomic_write(target, text)
+        manifest = self.manifest()
+        calls = [json.dumps(c, ensure_ascii=False, default=_plain) for c in manifest.pop("calls")]
+        head = json.dumps(manifest, ensure_ascii=False, default=_plain)
+        atomic_write(target, head[:-1] + ', "calls": [\n' + ",\n".join(calls) + "\n]}\n")
         return target

@@ -8,6 +8,8 @@ like provider keys (``sk-ant-…``, ``sk-…``, ``Bearer …``). Mapping keys th
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -28,6 +30,8 @@ _KEY_SHAPES = re.compile(
     r"(sk-ant-[A-Za-z0-9_\-]{8,}|\bsk-[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-~+/=]{8,})"
 )
 
+_SHAPE_STARTS = ("sk-", "Bearer")  # every match of _KEY_SHAPES holds one of these
+
 
 def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> list[str]:
     """The secret values to scrub: secret-looking environment variables plus ``extra``; longest first."""
@@ -43,6 +47,8 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        # A value inside a JSON text: as it is, or JSON-escaped (quotes, backslashes, control characters).
+        self._json_forms = {f for v in values for f in (v, json.dumps(v, ensure_ascii=False)[1:-1])}
 
     def text(self, value: str) -> str:
         if self._pattern is not None:
@@ -61,3 +67,33 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.obj(v) for v in value]
         return value
+
+    def loads(self, text: str) -> Any:
+        """``obj(json.loads(text))``, without redacting string by string when nothing in the text can
+        be: no secret value (as it is, or JSON-escaped), no start of a key shape, no credential field.
+        Each check finds at least what ``obj`` would, so the result is the same either way."""
+        data = json.loads(text)
+        if any(s in text for s in _SHAPE_STARTS) or any(f in text for f in self._json_forms):
+            return self.obj(data)
+        if isinstance(data, (dict, list)) and _has_credential_field(data):
+            return self.obj(data)
+        return data
+
+
+def _has_credential_field(data: Any) -> bool:
+    """Does a mapping in ``data`` (parsed JSON: dicts, lists) have a field ``Redactor.obj`` would blank?"""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        for key, value in item.items() if isinstance(item, dict) else ((None, v) for v in item):
+            if key is not None and value and _is_credential_field(key):
+                return True
+            if isinstance(value, (dict, list)):
+                stack.append(value)
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_credential_field(name: str) -> bool:
+    # The same few field names come back in every call recorded.
+    return _SECRET_FIELD.match(name) is not None

@@ -120,6 +120,7 @@ class RunContext:
         if force or now - self._dag_saved >= DAG_SAVE_INTERVAL:
             # Built here (the DAG changes on this loop), written on the history's writer thread.
             self.run.history.write_json_soon("dag.json", self.run.dag.to_json())
+            self.skills.save()  # the skills' routings so far go with the checkpoint
             self._dag_saved = now
 
     def prune(self, node: Node, reason: str) -> None:
@@ -139,6 +140,7 @@ class RunContext:
             self.run.history.write_json(rel, data)
 
     async def close(self) -> None:
+        self.skills.save()  # the routings made since the last checkpoint
         await self.provider.aclose()
         await asyncio.to_thread(self.vaults.close)  # a backend's server process ends with the run
         await asyncio.to_thread(self.run.history.close)  # the last dag.json checkpoint is on disk

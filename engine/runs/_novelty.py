@@ -59,7 +59,11 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     wa, wb = _words(str(a.get("text", ""))), _words(str(b.get("text", "")))
     if not wa or not wb:
         return False
-    return len(wa & wb) / len(wa | wb) >= NEAR
+    small, large = (len(wa), len(wb)) if len(wa) <= len(wb) else (len(wb), len(wa))
+    if small / large < NEAR:  # the overlap is at most small / large: no set to build
+        return False
+    shared = len(wa & wb)
+    return shared / (len(wa) + len(wb) - shared) >= NEAR  # |a ∪ b| without building it
 
 
 def covering(context: list[dict[str, Any]], holders: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[str]:
@@ -151,6 +155,7 @@ class Novelty:
             could = covering(context, self._holders(node, waiting=True))
             pending = [i for i in could if i in {s.id for s in earlier}]
             if not pending:
-                break
+                # The finished holders alone give the same answer: no running sibling is among those
+                # chosen, and leaving out holders that were not chosen changes no passage's first holder.
+                return could
             await self._event(self._done, pending[0]).wait()  # it ends (or fails) on its own
-        return covering(context, self._holders(node, waiting=False))

@@ -372,7 +372,7 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     if state.software is not None:
         run.summary["software"] = state.software
     h = run.history
-    h.write_json("dag.json", run.dag.to_json())
+    h.write_json("dag.json", run.dag.to_json(), compact=True)  # as its checkpoints: indenting it cost more
     h.write_json("metrics/summary.json", {**metrics, "nodes": run.metrics})
     h.write_text("final.report.md", run.report)
     h.write_json("final.summary.json", run.summary)

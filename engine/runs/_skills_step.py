@@ -4,7 +4,8 @@ The skills are discovered once per run (the package's, overridden by the vaults'
 node is routed on its own task (the root on the goal) with the skills of its ancestors as the loop
 guard's ``active`` stack; a node that routes to nothing keeps its parent's skills, so guidance flows down
 the DAG. Every routing is an event (``SKILLS_ROUTED``) and is kept in ``decisions/skills.json``; a skill
-file that could not be used is listed there too (a broken skill never stops a run)."""
+file that could not be used is listed there too (a broken skill never stops a run). That file is written
+with the run's ``dag.json`` checkpoints and when the run closes (``save``), not once per node routed."""
 
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ class SkillRouting:
         self.skills: SkillSet | None = None
         self.routes: dict[str, Routing] = {}
         self._in_force: dict[str, list[str]] = {}  # node -> the skills whose guidance it carries
+        self._unsaved = False  # routings made since decisions/skills.json was last written
 
     def open(self) -> SkillSet:
         if self.skills is None:
             self.skills = discover(self.ctx.vaults.vaults)
-            self._record()
+            self._unsaved = True
         return self.skills
 
     def _chain(self, node: Node) -> list[Node]:
@@ -66,7 +68,7 @@ class SkillRouting:
                     node=node.id, primary=routing.primary, support=routing.support, guarded=routing.guarded
                 )
             )
-        self._record()
+        self._unsaved = True
         return self._in_force[node.id]
 
     def system(self, node: Node) -> str:
@@ -86,7 +88,13 @@ class SkillRouting:
         parts = [f"{n}:{skills.get(n).version}:{skills.get(n).guidance}" for n in self.in_force(node)]
         return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16] if parts else ""
 
-    def _record(self) -> None:
+    def save(self) -> None:
+        """Write ``decisions/skills.json`` if a routing was made since it was last written. Called with each
+        ``dag.json`` checkpoint and when the run closes: rebuilding the whole record for every node routed
+        made the run's bookkeeping grow with the square of its nodes."""
+        if not self._unsaved:
+            return
+        self._unsaved = False
         skills = self.skills
         data: dict[str, Any] = {
             "skills": skills.names() if skills else [],
@@ -96,5 +104,5 @@ class SkillRouting:
                 for nid, r in self.routes.items()
             },
         }
-        # Rewritten as nodes are routed: coalesced on the history's writer thread, off the event loop.
+        # Built here (routings are made on the event loop), written on the history's writer thread.
         self.ctx.run.history.write_json_soon("decisions/skills.json", data)

@@ -107,6 +107,9 @@ class Dag:
         import networkx as nx
 
         self.graph: nx.DiGraph = nx.DiGraph()
+        # Each node's subtasks, in plan order: asked for many times a node (readiness, novelty, skills) and
+        # only changed by ``add``, which forgets them all (an edge's kind may change when one is added).
+        self._children: dict[str, list[Node]] = {}
 
     # An edge to a dependency or parent not added (yet) leaves a bare placeholder in the graph: it is
     # not a node of the DAG until ``add`` gives it one.
@@ -124,6 +127,7 @@ class Dag:
         return node
 
     def add(self, node: Node) -> Node:
+        self._children.clear()
         self.graph.add_node(node.id, node=node)
         if node.parent is not None:
             self.graph.add_edge(node.parent, node.id, kind="child")
@@ -136,8 +140,13 @@ class Dag:
     def children(self, node_id: str, *, cut: bool = False) -> list[Node]:
         """The subtasks of ``node_id`` that are part of the run; with ``cut``, those the limits left out
         too (they never run, so a node whose only subtasks were cut answers as a leaf)."""
-        nodes = self.graph.nodes
-        found = (nodes[c]["node"] for c, edge in self.graph.succ[node_id].items() if edge["kind"] == "child")
+        found = self._children.get(node_id)
+        if found is None:
+            nodes = self.graph.nodes
+            succ = self.graph.succ[node_id].items()
+            found = self._children[node_id] = [
+                nodes[c]["node"] for c, edge in succ if edge["kind"] == "child"
+            ]
         return [n for n in found if cut or not n.cut]
 
     def planned(self) -> int:

@@ -8,6 +8,7 @@ environment variables that hold keys or tokens are scrubbed from everything writ
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import json
@@ -16,6 +17,7 @@ import re
 import secrets
 import socket
 import threading
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -131,31 +133,45 @@ def _read_dict(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-_secrets_seen: tuple[int, list[str]] = (0, [])
+# The environment the secret list was made from, and that list: each value and its JSON-escaped form.
+_secrets_seen: tuple[dict[Any, Any] | None, list[str]] = (None, [])
+_SHAPE_STARTS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_")  # every match of _SECRET_SHAPES has one
 
 
-def _secret_values() -> list[str]:
-    """The environment's secret values, longest first. Looked up again only when the environment
-    changed (a hash of it is far cheaper than matching every name on every event of a run)."""
+def _secret_forms() -> list[str]:
+    """The environment's secret values (longest first), each followed by its JSON-escaped form when that
+    differs. Looked up again only when the environment changed: comparing it with the copy the list was
+    made from costs about a microsecond, matching every name costs far more on every event of a run (and
+    a secret set mid-run is still found)."""
     global _secrets_seen
-    # The raw (bytes) mapping under os.environ, when there is one: hashing it decodes nothing.
+    # The raw (bytes) mapping under os.environ, when there is one: comparing it decodes nothing.
     raw = getattr(os.environ, "_data", None)
-    key = hash(frozenset(raw.items() if isinstance(raw, dict) else os.environ.items()))
-    if key != _secrets_seen[0]:
-        found = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8)
-        _secrets_seen = (key, sorted(found, key=len, reverse=True))
-    return _secrets_seen[1]
+    current = raw if isinstance(raw, dict) else dict(os.environ)
+    seen, forms = _secrets_seen
+    if seen is None or current != seen:
+        values = sorted(
+            (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8),
+            key=len,
+            reverse=True,
+        )
+        forms = []
+        for value in values:
+            # Inside JSON a value with quotes or backslashes appears escaped: redact that form too.
+            escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+            forms += [value] if escaped == value else [value, escaped]
+        _secrets_seen = (dict(current), forms)
+    return forms
 
 
 def scrub(text: str) -> str:
     """Replace secret values (from the environment) and anything shaped like an API key with
     ``[redacted]``."""
-    for value in _secret_values():
-        # Inside JSON a value with quotes or backslashes appears escaped: redact that form too.
-        for form in {value, json.dumps(value, ensure_ascii=False)[1:-1]}:
-            if form in text:
-                text = text.replace(form, "[redacted]")
-    return _SECRET_SHAPES.sub("[redacted]", text)
+    for form in _secret_forms():
+        if form in text:
+            text = text.replace(form, "[redacted]")
+    if any(start in text for start in _SHAPE_STARTS):  # the regex scan costs ~5x these lookups
+        text = _SECRET_SHAPES.sub("[redacted]", text)
+    return text
 
 
 def _append_line(path: Path, line: str) -> None:
@@ -168,6 +184,26 @@ def _append_line(path: Path, line: str) -> None:
                 line = "\n" + line
         fh.write(line.encode("utf-8"))
         fh.flush()
+
+
+def _append_fd(fd: int, data: bytes) -> None:
+    """``_append_line`` on a descriptor the history keeps open (``O_APPEND``): the same check of the last
+    byte, without opening and closing the file for every event."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    if end > 0:
+        os.lseek(fd, end - 1, os.SEEK_SET)
+        if os.read(fd, 1) != b"\n":
+            data = b"\n" + data
+    view = memoryview(data)
+    while view:  # one write for a line, unless the system cuts it short
+        view = view[os.write(fd, view) :]
+
+
+def _close_fds(fds: dict[str, int]) -> None:
+    for fd in fds.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
 
 
 def _dumps(data: Any, *, compact: bool = False) -> str:
@@ -187,6 +223,9 @@ class History:
         self._queued: dict[str, Any] = {}  # checkpoint files waiting for the writer thread
         self._writer: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
+        # The files ``append`` writes, kept open until ``close`` (or until this object is collected).
+        self._fds: dict[str, int] = {}
+        weakref.finalize(self, _close_fds, self._fds)
         for sub in ("decisions", "metrics", "errors", "artifacts", "replay"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
 
@@ -224,17 +263,19 @@ class History:
             f"no writable place for run history ({last_error})", hint="set SHAD_HOME to a writable folder"
         )
 
-    def write_json(self, rel: str, data: Any) -> Path:
+    def write_json(self, rel: str, data: Any, *, compact: bool = False) -> Path:
+        """Write ``data`` now (indented, or ``compact`` for a large file that is read by programs)."""
         self.flush()  # an older checkpoint of the same file must not land after this write
         path = self.dir / rel
-        atomic_write(path, _dumps(data) + "\n")
+        atomic_write(path, _dumps(data, compact=compact) + "\n")
         return path
 
-    def write_json_soon(self, rel: str, data: Any) -> None:
-        """Write ``data`` (compact) on the history's writer thread, so the run's event loop goes on; a
-        write of the same file still waiting is replaced, not written twice. ``flush`` waits for it."""
+    def write_json_soon(self, rel: str, data: Any, *, compact: bool = True) -> None:
+        """Write ``data`` (compact unless told) on the history's writer thread, so the run's event loop
+        goes on; a write of the same file still waiting is replaced, not written twice. ``flush`` (and
+        ``close``, and any ``write_json``) waits for it."""
         with self._queue_lock:
-            self._queued[rel] = data
+            self._queued[rel] = (data, compact)
             if self._writer is None:
                 self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"history-{self.run_id}")
             self._pending = [f for f in self._pending if not f.done()]
@@ -244,8 +285,8 @@ class History:
         with self._queue_lock:
             if rel not in self._queued:
                 return  # a later submission already wrote it
-            data = self._queued.pop(rel)
-        atomic_write(self.dir / rel, _dumps(data, compact=True) + "\n")
+            data, compact = self._queued.pop(rel)
+        atomic_write(self.dir / rel, _dumps(data, compact=compact) + "\n")
 
     def flush(self) -> None:
         """Wait for the writes ``write_json_soon`` queued (their errors are raised here)."""
@@ -260,6 +301,8 @@ class History:
             writer, self._writer = self._writer, None
         if writer is not None:
             writer.shutdown(wait=True)
+        with self._lock:  # a later append (a checkpoint decided after the run paused) opens its file again
+            _close_fds(self._fds)
 
     def write_text(self, rel: str, text: str) -> Path:
         path = self.dir / rel
@@ -268,9 +311,13 @@ class History:
 
     def append(self, rel: str, record: dict[str, Any]) -> None:
         """One JSON line, flushed at once: a killed run keeps every event before the kill."""
-        line = scrub(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
+        line = (scrub(json.dumps(record, ensure_ascii=False, default=str)) + "\n").encode("utf-8")
         with self._lock:
-            _append_line(self.dir / rel, line)
+            fd = self._fds.get(rel)
+            if fd is None:
+                flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+                fd = self._fds[rel] = os.open(self.dir / rel, flags, 0o666)
+            _append_fd(fd, line)
 
     def read_text(self, rel: str) -> str:
         """A file of the run, also once ``shad history gc`` compressed it (``rel`` + ``.gz``)."""
