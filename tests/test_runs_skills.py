@@ -119,9 +119,9 @@ def test_the_routing_record_is_written_with_the_checkpoints_not_per_node(
     queued: list[str] = []
     write_soon = History.write_json_soon
 
-    def counting(self: History, rel: str, data: Any) -> None:
+    def counting(self: History, rel: str, data: Any, **options: Any) -> None:
         queued.append(rel)
-        write_soon(self, rel, data)
+        write_soon(self, rel, data, **options)
 
     monkeypatch.setattr(History, "write_json_soon", counting)
     goal = "How do I dial in espresso, and how do I clean the grinder afterwards, step by step?"

@@ -51,14 +51,16 @@ class Planner:
         goal, budgets, dag = ctx.config.goal, ctx.config.budgets, ctx.run.dag
         decision = strategies.choose_strategy(goal, ctx.config.strategy)
         ctx.run.strategy = decision.strategy
-        ctx.history.write_json("decisions/strategy.json", decision.to_dict())
+        # Decisions are written on the history's writer thread: an fsync on the event loop held every node.
+        ctx.history.write_json_soon("decisions/strategy.json", decision.to_dict(), compact=False)
         ctx.emit(StrategyChosen(**decision.to_dict()))
         decompose, reason = strategies.needs_decomposition(goal)
         limit = "max_depth" if budgets.max_depth < 2 else "max_nodes" if budgets.max_nodes < 2 else ""
         cut = decompose and bool(limit)  # the goal needs subtasks the budget has no room for
         if limit:
             decompose, reason = False, "the budget allows a single node only (max_depth or max_nodes is 1)"
-        ctx.history.write_json("decisions/decomposition.json", {"decompose": decompose, "reason": reason})
+        decided = {"decompose": decompose, "reason": reason}
+        ctx.history.write_json_soon("decisions/decomposition.json", decided, compact=False)
         ctx.emit(DecompositionDecided(decompose=decompose, reason=reason))
         root = dag.add(Node("root", goal, "goal", 0, note=reason))
         envelope = Envelope.for_parent if decompose else Envelope.for_leaf
@@ -116,7 +118,7 @@ class Planner:
         plan = strategies.validate_plan(
             data, skeleton, max_nodes=room, max_branching=budgets.max_branching, goal=parent.task
         )
-        ctx.history.write_json(f"decisions/plan-{parent.id}.json", plan.to_dict())
+        ctx.history.write_json_soon(f"decisions/plan-{parent.id}.json", plan.to_dict(), compact=False)
         ctx.emit(PlanValidated(node=parent.id, nodes=len(plan.nodes), problems=plan.problems))
         if len(plan.nodes) < min_children:
             return 0

@@ -139,6 +139,9 @@ class Run:
             Dag.from_json(history.read_json("dag.json")) if (history.dir / "dag.json").exists() else Dag()
         )
         run.events = history.read_lines("events.jsonl")
+        if run.strategy is None:  # killed before its decision file landed: the event says it too
+            chosen = [e.get("strategy") for e in run.events if e.get("type") == "STRATEGY_CHOSEN"]
+            run.strategy = chosen[-1] if chosen else None
         run.failures = list(summary.get("failures", []))
         run.llm_calls = int(summary.get("metrics", {}).get("llm_calls", 0))
         report = history.dir / "final.report.md"
