@@ -8,6 +8,7 @@ break a query), and the caller tries a strict AND first and relaxes when it find
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -35,13 +36,18 @@ STOP_WORDS = frozenset(
 
 _TOKEN = re.compile(r'(-?)"([^"]*)"|(-?)([\w][\w\'’.+#-]*\w|\w)(\*?)', re.U)
 _WORD = re.compile(r"\w+", re.U)
-_stemmer = snowballstemmer.stemmer("english")
+# A snowball stemmer keeps the word it works on in the instance: two threads sharing one garble each
+# other's words (IndexError, or a wrong stem). Searches run in threads, so each thread has its own.
+_stemmers = threading.local()
 
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The English (Porter 2) stem of a lower-cased word; used for reranking and snippets."""
-    return str(_stemmer.stemWord(word.lower()))
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word.lower()))
 
 
 _AGENT = ("or", "er")

@@ -1,0 +1,51 @@
+"""Words and stems (``engine.text``): what search, retrieval scores and answers compare."""
+
+from __future__ import annotations
+
+import random
+import string
+import sys
+import threading
+
+import snowballstemmer
+
+from engine.text import stem, stems_of
+
+
+def test_stems_are_porter2_and_a_doers_noun_holds_its_verb() -> None:
+    assert stem("Running") == "run"
+    assert stems_of(["director"]) == {"director", "direct"}
+
+
+def test_threads_stemming_at_once_get_the_right_stems() -> None:
+    # Leaves retrieve in threads; one shared snowball stemmer garbled words across them (IndexError).
+    rng = random.Random(7)
+    words = [
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(6, 14))) + suffix
+        for suffix in ("ational", "ization", "fulness", "iveness", "ing", "edly", "ements", "ously")
+        for _ in range(1500)
+    ]
+    reference = snowballstemmer.stemmer("english")
+    expected = {w: reference.stemWord(w) for w in words}
+    got: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    def work(part: list[str]) -> None:
+        try:
+            for w in part:
+                got[w] = stem(w)
+        except BaseException as e:
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=work, args=(words[i::4],)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    assert got == expected
