@@ -142,10 +142,16 @@ class RunContext:
     async def close(self) -> None:
         self.skills.save()  # the routings made since the last checkpoint
         await self.provider.aclose()
-        await asyncio.to_thread(self.vaults.close)  # a backend's server process ends with the run
-        await asyncio.to_thread(self.run.history.close)  # the last dag.json checkpoint is on disk
-        if self.owns_store:
-            self.store.close()
+        # Side by side: each may wait for the disk (the last checkpoints, SQLite's WAL folded back in).
+        results = await asyncio.gather(
+            asyncio.to_thread(self.vaults.close),  # a backend's server process ends with the run
+            asyncio.to_thread(self.run.history.close),  # the last dag.json checkpoint is on disk
+            asyncio.to_thread(self.store.close) if self.owns_store else asyncio.sleep(0),
+            return_exceptions=True,  # each one closes whatever another raised
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
 
 async def open_context(
