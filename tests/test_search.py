@@ -508,7 +508,7 @@ def test_where_filter_date_value(demo: Vault) -> None:
     assert by_date == by_string
 
 
-NAN_VAULT = {
+NAN_VAULT: dict[str, str | bytes] = {
     "nan.md": "---\nkind: cup\nscore: .nan\nrange: [-.inf, .inf]\n---\ncrema from the odd note\n",
     "good.md": "---\nkind: cup\nscore: 3\n---\ncrema from the good note\n",
 }
@@ -651,3 +651,27 @@ def test_conflict_copy_written_after_a_search_is_left_out(tmp_path: Path) -> Non
     copy.rename(tmp_path / "Wombat at night.md")
     v.refresh()
     assert "Wombat at night.md" in paths(v.search("wombat burrows"))
+
+
+def test_query_of_only_common_words_is_still_ranked_while_bearable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing else ranked anything (every word common, and their AND too): the AND is still ranked by
+    BM25 up to ``_AFFORDABLE_LAST`` times the cap, and only past that taken as an unranked sample."""
+    from engine.vault import _search
+
+    notes: dict[str, str | bytes] = {
+        "a.md": "Alpha and beta, once. " + FILLER * 4,
+        "b.md": "Beta then alpha. " + FILLER * 4,
+        "z.md": "Alpha beta. Alpha beta, alpha beta.",
+    }
+    v = Vault(write_vault(tmp_path, notes))
+    v.refresh()
+    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
+    monkeypatch.setattr(_search, "_AFFORDABLE", 1)
+    by_id = [p for p, _ in sorted(v.index.query("SELECT path, id FROM files"), key=lambda r: r[1])]
+    assert by_id[0] != "z.md"  # else a sample (in index order) would also put it first
+    assert top(v, "alpha beta", 1) == ["z.md"]
+    monkeypatch.setattr(_search, "_AFFORDABLE_LAST", 2)  # the AND's 3 passages are past it: a sample
+    v.index._counts.clear()
+    assert paths(v.search("alpha beta")) == by_id

@@ -85,6 +85,9 @@ DOCS_BUDGET = 1500  # whole notes scored per query, at most (about)
 # ~1.5 us, so an AND of common words ("github stars": 6.9k of the 100 MB vault's passages) costs more than
 # all the rest of a search; such a query is ranked by its names and whole notes instead.
 _AFFORDABLE = 1
+# When nothing else ranked anything (every word is common, and so is their AND), the AND is still ranked
+# up to this many times the cap: slow, but rare (3% of the benchmark's queries); past it, a sample.
+_AFFORDABLE_LAST = 4
 _COUNTS_PER_STATEMENT = 300  # capped counts computed in one statement (each is a scalar subquery)
 
 
@@ -132,8 +135,10 @@ def search_index(
     extra = [_phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
     docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra)
     if not candidates and not docs and not keys:
-        # Every word is very common (and so is their combination): an unranked sample, better than nothing.
-        _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=False)
+        # Every word is very common (and so is their combination): ranked while that stays bearable, else
+        # an unranked sample, better than nothing.
+        rank_all = _affordable(index, strict, "fts", times=_AFFORDABLE_LAST)
+        _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=rank_all)
     if not candidates and not docs and not keys:
         return []
     by_passage = [c.fid for c in sorted(candidates.values(), key=lambda c: c.score, reverse=True)]
@@ -296,13 +301,15 @@ def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
     return [c for n, c in counted if n <= cap]
 
 
-def _affordable(index: VaultIndex, match: str, table: str, clauses: list[str] | None = None) -> bool:
+def _affordable(
+    index: VaultIndex, match: str, table: str, clauses: list[str] | None = None, times: int | None = None
+) -> bool:
     """Whether ranking every row that ``match`` finds stays cheap (a sampled count decides). ``match``
     being the AND of ``clauses`` (and maybe NOTs), it finds no more rows than its rarest clause."""
     selective = _cap(index, table)
     if clauses and min(index.capped_count(c, selective + 1, table) for c in clauses) <= selective:
         return True
-    cap = _AFFORDABLE * selective
+    cap = (times or _AFFORDABLE) * selective
     return index.capped_count(match, cap + 1, table) <= cap
 
 
