@@ -22,6 +22,7 @@ from engine.llm import (
     prompt_hash,
     request_key,
 )
+from engine.llm._replay import canonical_json
 
 try:
     from tests._fake_llm import FakeLLMServer, prose, rate_limited
@@ -161,6 +162,25 @@ def test_bad_manifests_are_refused_clearly(tmp_path: Path, content: str, needle:
     with pytest.raises(ProviderError) as info:
         ReplayProvider(tmp_path)
     assert info.value.kind == "unavailable" and needle in info.value.message
+
+
+def test_a_record_is_the_canonical_encoding_of_the_whole_call() -> None:
+    """The recorder encodes each part of a request once and splices the parts together: the record is
+    still exactly the canonical JSON of the whole call (sorted keys at every level, the key and the
+    prompt hash over the same bytes), also for inputs holding quotes, control characters, sets and paths."""
+    inputs = {"zeta": {"b": 1, "a": [3, {"y": "\u00b0C", "x": None}]}, "alpha": 'say "request":"x"\x00',
+              "tags": {"b", "a"}, "where": Path("Roasting/First crack.md")}  # fmt: skip
+    request = req("answer", 'What is "first crack"?\n', inputs=inputs, expect_json=True)
+    request.system = "sys \u2028 \\"  # a separator JSON keeps as it is, a backslash it escapes
+    recorder = Recorder(Scripted('{"ok": true}'))
+    drive(recorder, request)
+    (call,) = recorder.calls
+    assert call["key"] == request_key(request) and call["prompt_hash"] == prompt_hash(request)
+    plain = json.loads(canonical_json({"system": request.system, "prompt": request.prompt, "inputs": inputs}))
+    assert call["request"] == plain and list(call["request"]) == ["inputs", "prompt", "system"]
+    assert list(call["request"]["inputs"]) == ["alpha", "tags", "where", "zeta"]
+    assert list(call) == [*sorted(k for k in call if k != "seq"), "seq"]  # the record's own keys, sorted
+    assert call["response"]["data"] == {"ok": True} and call["params"]["expect_json"] is True
 
 
 def test_missing_manifest(tmp_path: Path) -> None:

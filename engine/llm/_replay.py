@@ -56,6 +56,8 @@ __all__ = [
 ]
 
 MANIFEST_VERSION = 1
+_REQUEST = "\x00request\x00"  # stands for the request in a record until its encoding is spliced in
+_REQUEST_JSON = '"request":"\\u0000request\\u0000"'
 
 
 def _plain(value: Any) -> Any:
@@ -262,8 +264,12 @@ class Recorder:
     def _record(
         self, request: LLMRequest, response: LLMResponse | None, error: ProviderError | None, started: float
     ) -> None:
+        # Each part of the request is encoded once: the key, the prompt hash and the record are built
+        # from the same canonical pieces (byte for byte what ``request_key`` and ``prompt_hash`` encode).
+        system, prompt = canonical_json(request.system), canonical_json(request.prompt)
+        inputs, purpose = canonical_json(request.inputs), canonical_json(request.purpose)
         entry: dict[str, Any] = {
-            "key": request_key(request),
+            "key": _sha256(f'{{"inputs":{inputs},"prompt":{prompt},"purpose":{purpose},"system":{system}}}'),
             "purpose": request.purpose,
             "node_id": request.node_id,
             "tier": request.tier.value,
@@ -274,9 +280,9 @@ class Recorder:
                 "temperature": request.temperature,
                 "expect_json": request.expect_json,
             },
-            "prompt_hash": prompt_hash(request),
+            "prompt_hash": _sha256(f"[{system},{prompt}]"),
             "output_hash": _sha256(response.text) if response else None,
-            "request": {"system": request.system, "prompt": request.prompt, "inputs": request.inputs},
+            "request": _REQUEST,  # spliced in below, already encoded
             "response": None,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
         }
@@ -300,7 +306,11 @@ class Recorder:
                 "retries": error.retries,
             }
         # Round-trip through JSON so later changes to the request or response cannot alter the record.
-        clean = self._redactor.loads(canonical_json(entry))
+        # The placeholder's encoding (a control character escaped, quotes bare) appears nowhere else.
+        text = canonical_json(entry).replace(
+            _REQUEST_JSON, f'"request":{{"inputs":{inputs},"prompt":{prompt},"system":{system}}}', 1
+        )
+        clean = self._redactor.loads(text)
         with self._lock:
             clean["seq"] = len(self._calls)
             self._calls.append(clean)
