@@ -273,3 +273,14 @@ def test_recall_beats_plain_bm25_on_the_dev_set_and_the_other_vaults() -> None:
         answerable += n
     assert totals["shad"][0] > totals["bm25"][0]
     assert totals["shad"][1] > totals["bm25"][1]
+
+
+def test_graph_neighbours_of_many_seeds(tmp_path: Path) -> None:
+    """More seeds than one statement takes: each still gets its own links."""
+    notes = {f"N{i}.md": f"Next: [[N{i + 1}]].\n" for i in range(130)}
+    v = make_vault(tmp_path, notes)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    seeds = [ids[f"N{i}.md"] for i in range(1, 129)]
+    found = graph_neighbours(v.index, seeds)
+    for i in range(1, 129):
+        assert set(found[ids[f"N{i}.md"]]) == {ids[f"N{i - 1}.md"], ids[f"N{i + 1}.md"]}, i

@@ -126,21 +126,22 @@ def graph_neighbours(index: VaultIndex, seeds: Iterable[int]) -> dict[int, list[
     seeds = list(seeds)
     if not seeds:
         return {}
-    # One statement for all seeds: each seed's links out, and its backlinks on their own, cut off past
-    # MAX_LINKS (a hub's are many and are not followed).
-    marks = ",".join("?" * len(seeds))
-    backlinks = " UNION ALL ".join(
-        "SELECT 1, ?, src FROM (SELECT DISTINCT src FROM edges WHERE dst = ? LIMIT ?)" for _ in seeds
-    )
-    rows = index.query(
-        f"SELECT 0, e.src, e.dst FROM edges e JOIN files f ON f.id = e.dst "
-        f"WHERE e.src IN ({marks}) AND f.is_note = 1 UNION ALL {backlinks}",
-        [*seeds, *(x for fid in seeds for x in (fid, fid, MAX_LINKS + 1))],
-    )
     out_links: dict[int, set[int]] = {fid: set() for fid in seeds}
     in_links: dict[int, set[int]] = {fid: set() for fid in seeds}
-    for back, fid, other in rows:
-        (in_links if back else out_links)[fid].add(other)
+    # One statement for (up to 100) seeds: each seed's links out, and its backlinks on their own, cut off
+    # past MAX_LINKS (a hub's are many and are not followed).
+    for i in range(0, len(seeds), 100):
+        chunk = seeds[i : i + 100]
+        backlinks = " UNION ALL ".join(
+            "SELECT 1, ?, src FROM (SELECT DISTINCT src FROM edges WHERE dst = ? LIMIT ?)" for _ in chunk
+        )
+        rows = index.query(
+            f"SELECT 0, e.src, e.dst FROM edges e JOIN files f ON f.id = e.dst "
+            f"WHERE e.src IN ({','.join('?' * len(chunk))}) AND f.is_note = 1 UNION ALL {backlinks}",
+            [*chunk, *(x for fid in chunk for x in (fid, fid, MAX_LINKS + 1))],
+        )
+        for back, fid, other in rows:
+            (in_links if back else out_links)[fid].add(other)
     out: dict[int, list[int]] = {}
     for fid in seeds:
         linked = out_links[fid] if len(out_links[fid]) <= MAX_LINKS else set()

@@ -329,6 +329,8 @@ def _count_clauses(index: VaultIndex, clauses: list[str]) -> None:
             f"(SELECT count(*) FROM (SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT ?))" for _, _, t in chunk
         )
         row = index.query(sql, [x for match, cap, _ in chunk for x in (match, cap)])[0]
+        if len(index._counts) > 50_000:  # bounded, as ``capped_count`` keeps it
+            index._counts.clear()
         index._counts.update(zip(chunk, row))
 
 
