@@ -137,7 +137,7 @@ class Novelty:
         for other in deps + self._siblings(node):
             if other.stage != node.stage:
                 continue
-            done = other.status.finished and usable(other) and bool(other.answer)
+            done = bool(other.answer) and other.status.finished and usable(other)  # cheapest test first
             if done or other.id in running:
                 out.append((other.id, _context(other)))
         return out

@@ -9,6 +9,7 @@ with the run's ``dag.json`` checkpoints and when the run closes (``save``), not 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +74,7 @@ class SkillRouting:
 
     def system(self, node: Node) -> str:
         """The system prompt for a model call about ``node``: Shad's, then its skills' guidance."""
-        base = render("system")
+        base = _system()
         names = self.in_force(node)
         if not names:
             return base
@@ -106,3 +107,9 @@ class SkillRouting:
         }
         # Built here (routings are made on the event loop), written on the history's writer thread.
         self.ctx.run.history.write_json_soon("decisions/skills.json", data)
+
+
+@functools.cache
+def _system() -> str:
+    """Shad's own system prompt (it has no placeholders: filled once, not for every call)."""
+    return render("system")

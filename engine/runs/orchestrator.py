@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 from ..errors import ShadError
 from ..events import (
@@ -231,7 +232,9 @@ class Orchestrator:
         result: RetrievalResult = await self.retrieval.retrieve(node)  # tier C may ask a person here
         context_dicts = [c.to_dict() for c in result.context]
         notes = ctx.cache.notes_used(context_dicts)  # index lookups by path: cheap, no thread hop
-        node.retrieval = {**result.to_dict(), "context": context_dicts, "notes": [list(n) for n in notes]}
+        # The result's other fields as ``to_dict`` gives them, without converting the context twice.
+        rest = replace(result, context=[]).to_dict() | {"citations": result.citations}
+        node.retrieval = {**rest, "context": context_dicts, "notes": [list(n) for n in notes]}
         ctx.emit(NodeRetrieved(node=node.id, items=len(result.context), score=result.retrieval_score))
         problem = self.retrieval.problem(node, result)
         if problem:  # every rung tried: it answers from the best context found, and says it ran out
