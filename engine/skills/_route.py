@@ -60,13 +60,26 @@ def _trigger(goal: str, patterns: Sequence[str]) -> tuple[float, str | None]:
     return best, which
 
 
-def _words_found(stems: set[str], words: Sequence[str]) -> list[str]:
+def _words_found(stems: frozenset[str], words: Sequence[str]) -> list[str]:
     out = []
     for word in words:
-        needed = {stem(w) for w in _WORD.findall(word.lower()) if w not in STOP_WORDS}
+        needed = _needed(word)
         if needed and needed <= stems:
             out.append(word)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _needed(word: str) -> frozenset[str]:
+    # A skill's intent or entity is the same on every node a run routes: stemmed once.
+    return frozenset(stem(w) for w in _WORD.findall(word.lower()) if w not in STOP_WORDS)
+
+
+@functools.lru_cache(maxsize=256)
+def _goal_words(goal: str) -> tuple[str, frozenset[str]]:
+    # One goal is scored against every skill: normalized and stemmed once.
+    text = _normal(goal)
+    return text, frozenset(stem(w) for w in text.split() if w not in STOP_WORDS)
 
 
 def _graded(found: list[str]) -> float:
@@ -110,8 +123,7 @@ class Routing:
 
 def score(skill: Skill, goal: str, strategy: str | None = None) -> Candidate:
     """How well ``skill`` fits ``goal`` (deterministic: the same goal and skill give the same score)."""
-    text = _normal(goal)
-    stems = {stem(w) for w in text.split() if w not in STOP_WORDS}
+    text, stems = _goal_words(goal)
     why: list[str] = []
     total = 0.0
     trigger, pattern = _trigger(text, skill.use_when)
