@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import yaml
 from _demo import DEMO
 
 from engine.vault._frontmatter import _FRONTMATTER, _Loader, _simple, split_frontmatter
+from engine.vault._model import Diagnostic
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_VAULTS = ROOT.parent / "shared" / "vaults"
@@ -106,6 +108,45 @@ def test_a_real_vault_reads_the_same(name: str) -> None:
         "n: 1:20\n",
         "n: -3\n",
         "list:\n  - 3\n  - true\n  - word\n",
+        # Plain text with punctuation, URLs, dates, flow lists and other letters: read by hand or not,
+        # always as YAML reads it.
+        "description: Learn how to link notes, attachments, and files.\n",
+        "url: https://minimal.guide/a?b=c&d=e#top\n",
+        "x: a:b\n",
+        "x: a:\n",
+        "x: a #b\n",
+        "x: a#b\n",
+        "x: it's\n",
+        "x: TLA+\n",
+        "x: .NET Reflector\n",
+        "x: 3d\n",
+        "x: 1e3\n",
+        "x: 0x1f\n",
+        "x: 1.5\n",
+        "x: @handle\n",
+        "x: $money\n",
+        "x: <<\n",
+        "x: =\n",
+        "x: ~\n",
+        "x: Null\n",
+        "x: a [b] {c}\n",
+        "x: café crème\n",
+        "x: your\xa0site\n",
+        "x: a\x85b\n",
+        "x: a\ufeffb\n",
+        "d: 2023-09-12\n",
+        "d: 2023-9-12\n",
+        "d: 2023-02-30\n",
+        "d: 2023-09-12 10:00\n",
+        "tags: [excalidraw]\n",
+        "tags: [a, b c, 3, true, no]\n",
+        "tags: [ a ,b ]\n",
+        "tags: [a, [b]]\n",
+        "tags: [a: b]\n",
+        "tags: [a, ]\n",
+        "tags: [a,, b]\n",
+        "tags: [a #b]\n",
+        "list:\n  - [a, b]\n  - c, d\n",
     ],
 )
 def test_tricky_blocks_read_the_same_or_go_to_yaml(block: str) -> None:
@@ -126,3 +167,47 @@ def test_simple_frontmatter_never_reaches_yaml(monkeypatch: pytest.MonkeyPatch) 
     text = '---\nup: "[[Parent]]"\ntopics: []\nrating: \ntags:\n  - "[[A b]]"\n---\nbody\n'
     data, _body, _line = split_frontmatter(text, [])
     assert data == {"up": "[[Parent]]", "topics": [], "rating": None, "tags": ["[[A b]]"]}
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ("description: Links, files, and more.\n", {"description": "Links, files, and more."}),
+        ("url: https://minimal.guide\n", {"url": "https://minimal.guide"}),
+        ("created: 2023-09-12\n", {"created": dt.date(2023, 9, 12)}),
+        ("tags: [excalidraw, 3d]\n", {"tags": ["excalidraw", "3d"]}),
+        (
+            "aliases:\n  - Postel's Principle\n  - TLA+\n  - .NET\n",
+            {"aliases": ["Postel's Principle", "TLA+", ".NET"]},
+        ),
+        ("about: Obsidian app’s look\n", {"about": "Obsidian app’s look"}),
+    ],
+)
+def test_common_values_are_read_by_hand(block: str, expected: dict[str, object]) -> None:
+    assert _simple(block) == expected == yaml.load(block, Loader=_Loader)
+
+
+def test_a_templates_bad_frontmatter_needs_no_pure_python_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``{{date}}`` is not YAML; the fields around it are kept, and telling a too-deep block from a plain
+    error (``_nests_too_deep``) takes no parse when the block has too few brackets and keys to nest."""
+    text = "---\ncreated: {{date}}\ntags:\n  - journal\nmood: fine, thanks\n---\nbody\n"
+    diagnostics: list[Diagnostic] = []
+    expected = split_frontmatter(text, diagnostics)
+    assert expected[0] == {"tags": ["journal"], "mood": "fine, thanks"}
+    assert [d.code for d in diagnostics] == ["invalid_frontmatter"]
+
+    def refuse(*_args: object, **_kw: object) -> object:
+        raise AssertionError("the pure-Python YAML parser was asked")
+
+    monkeypatch.setattr(yaml, "parse", refuse)
+    again: list[Diagnostic] = []
+    assert split_frontmatter(text, again) == expected
+    assert again == diagnostics
+
+
+def test_a_bad_block_that_nests_too_deep_is_still_refused() -> None:
+    text = "---\na: " + "[" * 100 + "]" * 100 + "\nb: {{date}}\n---\nbody\n"
+    diagnostics: list[Diagnostic] = []
+    data, body, _line = split_frontmatter(text, diagnostics)
+    assert (data, body) == ({}, "body\n")
+    assert [d.code for d in diagnostics] == ["frontmatter_too_large"]

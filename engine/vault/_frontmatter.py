@@ -98,21 +98,28 @@ def split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[st
     return data, body, body_line
 
 
-# The frontmatter most notes have: ``key: word`` lines and ``key:`` followed by ``- word`` items, where
-# every key and value is text YAML could not read as anything else (it starts with a letter, holds no
-# character that means something to YAML, and is no YAML 1.1 boolean or null), a double-quoted string
-# without escapes (``"[[Link]]"``), ``[]``, or nothing. Read by hand, it gives what YAML gives
-# (tests/test_frontmatter.py checks that on every real vault), at a fraction of the cost: YAML was about
-# half of a note's parse time. Anything else goes to YAML.
+# The frontmatter most notes have: ``key: value`` lines and ``key:`` followed by ``- value`` items, where
+# each value is a one-line plain scalar that YAML reads as text, a ``true``/``false``, a decimal integer or
+# a date (``2024-01-02``), a double-quoted string without escapes (``"[[Link]]"``), a flow list of plain
+# words (``[a, b]``), ``[]``, or nothing. Read by hand, it gives what YAML gives (tests/test_frontmatter.py
+# checks that on every real vault), at a fraction of the cost: YAML was about half of a note's parse time.
+# What a plain scalar means is decided by YAML's own resolvers (``_tag``); anything else goes to YAML.
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
-_SIMPLE_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9 _./()?-]*\Z")
 # Printable in YAML's sense, no escapes, no line breaks (YAML folds those): the text between the quotes.
 _QUOTED = re.compile('"[^"\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]*"\\Z')
+# Characters a one-line plain scalar holds as themselves: printable ASCII but the tab, and non-ASCII but
+# C1 controls (NEL breaks a line), the line and paragraph separators, surrogates, the BOM, non-characters.
+_PLAIN_CHARS = re.compile("[ -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*\\Z")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")  # a plain scalar cannot start with these (nor a space)
+_FLOW_INDICATORS = frozenset(",[]{}:#?")  # nor hold these inside a flow list (left to YAML there)
 _YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
 _NOT_SIMPLE = object()
 # Only the spellings YAML 1.1 reads so (``tRue`` is text, ``yes``/``on`` go to YAML).
 _BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")  # no sign, no leading zero (octal), no "_" or ":"
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+_RESOLVERS: dict[str | None, list[tuple[str, re.Pattern[str]]]] = _Loader.yaml_implicit_resolvers
+_TAG = "tag:yaml.org,2002:"
 
 
 def _simple(block: str) -> dict[str, Any] | None:
@@ -154,24 +161,55 @@ def _simple(block: str) -> dict[str, Any] | None:
 
 
 def _scalar(text: str) -> Any:
-    """The value of a plain word, an escape-free double-quoted string, a decimal integer or a boolean
-    YAML spells as ``true``/``false``; ``_NOT_SIMPLE`` otherwise."""
+    """The value of a one-line plain scalar (see ``_plain_scalar``), an escape-free double-quoted string
+    or a flow list of plain scalars; ``_NOT_SIMPLE`` otherwise."""
     if text.startswith('"'):
         return text[1:-1] if _QUOTED.match(text) else _NOT_SIMPLE
-    if text in _BOOLEANS:
+    if text.startswith("[") and text.endswith("]") and len(text) > 2:
+        items = [_plain_scalar(item.strip(" "), flow=True) for item in text[1:-1].split(",")]
+        return _NOT_SIMPLE if any(item is _NOT_SIMPLE for item in items) else items
+    return _plain_scalar(text)
+
+
+def _plain_scalar(text: str, *, flow: bool = False) -> Any:
+    """What YAML reads the one-line plain scalar ``text`` as (in a block mapping or list, or with
+    ``flow`` as an item of a ``[...]`` list): text, a boolean spelled ``true``/``false``, a decimal
+    integer or a date; ``_NOT_SIMPLE`` when ``text`` is no such scalar or YAML makes it something else."""
+    if (
+        not text
+        or text[0] in _INDICATORS
+        or text[-1] in " :"  # trailing spaces are not part of it; "x:" starts a mapping
+        or "  " in text
+        or ": " in text  # starts a mapping
+        or " #" in text  # starts a comment
+        or not _PLAIN_CHARS.match(text)
+        or (flow and not _FLOW_INDICATORS.isdisjoint(text))
+    ):
+        return _NOT_SIMPLE
+    tag = _tag(text)
+    if tag is None:
+        return text
+    if tag == _TAG + "bool" and text in _BOOLEANS:
         return _BOOLEANS[text]
-    if _DECIMAL.match(text):
+    if tag == _TAG + "int" and _DECIMAL.match(text):
         return int(text)
-    return text if _plain_word(text) else _NOT_SIMPLE
+    if tag == _TAG + "timestamp" and _DATE.match(text):
+        try:
+            return dt.date(int(text[:4]), int(text[5:7]), int(text[8:]))
+        except ValueError:  # shaped like a date, but no such day: YAML's loader keeps it as text
+            return _NOT_SIMPLE
+    return _NOT_SIMPLE
 
 
-def _plain_word(text: str) -> bool:
-    return (
-        bool(_SIMPLE_VALUE.match(text))
-        and text == text.rstrip()
-        and "  " not in text
-        and text.lower() not in _YAML_WORDS
-    )
+def _tag(text: str) -> str | None:
+    """The type YAML's resolvers give the plain scalar ``text`` (None: a string), as the loader does."""
+    for tag, pattern in _RESOLVERS.get(text[0], []):
+        if pattern.match(text):
+            return tag
+    for tag, pattern in _RESOLVERS.get(None, []):
+        if pattern.match(text):
+            return tag
+    return None
 
 
 def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
@@ -228,7 +266,9 @@ def _recover_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
     as_text: list[tuple[str, _AsText]] = []
     for start, end in itertools.pairwise(starts):
         try:
-            part = yaml.load(block[start:end], Loader=_Loader)
+            part = _simple(block[start:end])  # (the fields of a template's bad block mostly are simple)
+            if part is None:
+                part = yaml.load(block[start:end], Loader=_Loader)
             if isinstance(part, dict):
                 budget = _Budget()
                 recovered.update(_plain(part, budget))
@@ -266,6 +306,11 @@ def _nests_too_deep(block: str) -> bool:
     which nest without recursion and without a limit, stopping at the first value too deep (libyaml's own
     parser cannot be used: it scans up to 1,024 characters ahead and fails there first). Only failed loads
     pay for this, and the scan stops at the first too-deep value or the first syntax error."""
+    if sum(block.count(c) for c in "[{-:?") <= MAX_FRONTMATTER_DEPTH:
+        # Every collection opens at an indicator of its own ('[', '{', a list's '-', a mapping's first
+        # ':' or '?'): with no more of them than the limit, no value can sit deeper (most bad blocks,
+        # such as a template's ``created: {{date}}``, end here instead of in YAML's Python parser).
+        return False
     depth = 0  # collections open around the next value; the top-level mapping is at depth 0, as in _plain
     try:
         for event in yaml.parse(block, Loader=yaml.SafeLoader):
