@@ -49,3 +49,19 @@ def test_same_body_gives_the_same_answer_for_other_words() -> None:
     body = "grind " + FILLER + "espresso espresso"
     assert densest_window(body, ["grind"])[1] == 0
     assert densest_window(body, ["espresso"])[1] == body.index("espresso")
+
+
+def test_passage_window_joins_the_passages_its_citation_covers() -> None:
+    """Under a heading: that section's other pieces and its subsections, not the next section; with no
+    heading (the whole note): the passages after it."""
+    from engine.vault._snippets import passage_window
+
+    passages: dict[int, tuple[str | None, str, str]] = {
+        0: (None, "Lead of the note.", ""),
+        1: ("Wiring", "Four wires: clock, select,", "Wiring"),
+        2: ("Wiring", "MOSI and MISO.", "Wiring"),
+        3: ("Modes", "Clock polarity.", "Wiring > Modes"),
+        4: ("History", "Motorola made it.", "History"),
+    }
+    assert passage_window(passages, 2, 0) == "Four wires: clock, select,\nMOSI and MISO.\nClock polarity."
+    assert passage_window(passages, 0, 0) == "Lead of the note.\nFour wires: clock, select,\nMOSI and MISO."

@@ -4,11 +4,15 @@ table; separate from ranking, which only adds the clause they make to its querie
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SearchFilters"]
+if TYPE_CHECKING:
+    from ._index import VaultIndex
+
+__all__ = ["SearchFilters", "allowed"]
 
 
 @dataclass
@@ -88,6 +92,45 @@ class SearchFilters:
             clauses.append("f.mtime_ns <= ?")
             params.append(int(self.modified_before * 1e9))
         return " AND ".join(clauses), params
+
+
+def allowed(
+    index: VaultIndex, ids: set[int], filters: SearchFilters, where: str, params: list[Any]
+) -> set[int]:
+    """Those of ``ids`` that ``filters`` (whose ``sql()`` is ``where``, ``params``) let through."""
+    if filters.narrows():
+        return _allowed(index, ids, where, params)
+    return ids - _refused(index, where, params)
+
+
+def _allowed(index: VaultIndex, ids: set[int], where: str, params: list[Any]) -> set[int]:
+    """Those of ``ids`` that the filters let through (one primary-key lookup each)."""
+    if not ids:
+        return set()
+    marks = ",".join(str(i) for i in ids)
+    return {
+        r[0] for r in index.query(f"SELECT f.id FROM files f WHERE f.id IN ({marks}) AND {where}", params)
+    }
+
+
+_Refused = tuple[tuple[Any, ...], set[int]]  # (generation and filter, the note ids they refuse)
+_REFUSED: weakref.WeakKeyDictionary[VaultIndex, _Refused] = weakref.WeakKeyDictionary()
+
+
+def _refused(index: VaultIndex, where: str, params: list[Any]) -> set[int]:
+    """The notes that filters which do not narrow the search leave out (sync-conflict copies; files that
+    are not notes), kept until the index changes: a lookup per hit on every search cost more."""
+    key = (index.meta("generation"), where, *params)
+    cached = _REFUSED.get(index)
+    if cached is None or cached[0] != key:
+        # Such filters refuse only files that are no notes or have "conflict" in their path: the few rows
+        # that pass this test (over the covering index on paths) are then checked exactly.
+        rows = index.query(
+            f"SELECT f.id FROM files f WHERE (f.is_note = 0 OR f.path LIKE '%conflict%') AND NOT ({where})",
+            params,
+        )
+        cached = _REFUSED[index] = (key, {r[0] for r in rows})
+    return cached[1]
 
 
 def _like_prefix(prefix: str) -> str:

@@ -1,20 +1,34 @@
 """Ranked search over one vault's index: BM25 over passages and names, grouped by note, with a bonus for
-query words in the note's name. The filters are in ``_filters``, the snippets in ``_snippets``."""
+query words in the note's name. The filters are in ``_filters``, the snippets in ``_snippets``.
+
+What a search costs is mostly the rows its ranking queries score: FTS5's ``bm25()`` looks up each matching
+row's size (~1.5 us a row), and counts every row holding each phrase of the query for its IDF (~0.1 us a
+row, for every occurrence of a phrase in the expression). The caps below (``SELECTIVE``, ``DOCS_BUDGET``,
+``_AFFORDABLE``) bound those rows; the rest of a search is a few lookups by key, done in as few statements
+as possible, and no stored column is read for a row that is only ranked.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..text import ParsedQuery, parse_query
-from ._filters import SearchFilters
+from ._filters import SearchFilters, allowed
 from ._fusion import GRAPH_SEEDS, FusionInput, expansions, fuse, graph_neighbours, key_matches, rank_docs
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
-from ._snippets import SNIPPET_CHARS, clean, densest_window, make_snippet
+from ._snippets import (
+    FOLLOWING,
+    PASSAGE_CHARS,
+    SNIPPET_CHARS,
+    clean,
+    densest_window,
+    make_snippet,
+    passage_window,
+)
 
 __all__ = ["SearchFilters", "search_index"]
 
@@ -27,10 +41,6 @@ _N_DOCS = 40  # whole notes ranked per query
 _FIRST_PASSAGES = 8
 _SEARCH_PASSAGE_OF = 1
 _EXCLUDED_TOKEN = re.compile(r"(?:^|\s)-\S+")
-PASSAGE_CHARS = 2_000  # of a hit's passage handed over (a note's last passage may hold its long tail)
-PASSAGE_WINDOW = 1_800  # the passages around the matched one join it up to this many characters
-_FOLLOWING = 2  # of the passages after it, at most
-_SHORT_FIRST = 400  # a note's first passage joins a hit further down when it is this short
 
 
 @dataclass
@@ -144,9 +154,7 @@ def search_index(
     by_passage = [c.fid for c in sorted(candidates.values(), key=lambda c: c.score, reverse=True)]
     # Every list holds only notes the filters let through (the names and, unless the filters narrow the
     # search, the ranking queries are not filtered in SQL): a note refused must not take a rank.
-    found = {*by_passage, *docs, *keys}
-    narrows = filters.narrows()
-    ok = _allowed(index, found, where, params) if narrows else found - _refused(index, where, params)
+    ok = allowed(index, {*by_passage, *docs, *keys}, filters, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
     inputs = FusionInput(by_passage, docs, keys, exact & ok)
     first = fuse(inputs)
@@ -192,36 +200,6 @@ def _rank_docs(
     if _affordable(index, strict, "docs", clauses):
         return rank_docs(index, strict, where, params, _N_DOCS)
     return []
-
-
-def _allowed(index: VaultIndex, ids: set[int], where: str, params: list[Any]) -> set[int]:
-    """Those of ``ids`` that the filters let through (one primary-key lookup each)."""
-    if not ids:
-        return set()
-    marks = ",".join(str(i) for i in ids)
-    return {
-        r[0] for r in index.query(f"SELECT f.id FROM files f WHERE f.id IN ({marks}) AND {where}", params)
-    }
-
-
-_Refused = tuple[tuple[Any, ...], set[int]]  # (generation and filter, the note ids they refuse)
-_REFUSED: weakref.WeakKeyDictionary[VaultIndex, _Refused] = weakref.WeakKeyDictionary()
-
-
-def _refused(index: VaultIndex, where: str, params: list[Any]) -> set[int]:
-    """The notes that filters which do not narrow the search leave out (sync-conflict copies; files that
-    are not notes), kept until the index changes: a lookup per hit on every search cost more."""
-    key = (index.meta("generation"), where, *params)
-    cached = _REFUSED.get(index)
-    if cached is None or cached[0] != key:
-        # Such filters refuse only files that are no notes or have "conflict" in their path: the few rows
-        # that pass this test (over the covering index on paths) are then checked exactly.
-        rows = index.query(
-            f"SELECT f.id FROM files f WHERE (f.is_note = 0 OR f.path LIKE '%conflict%') AND NOT ({where})",
-            params,
-        )
-        cached = _REFUSED[index] = (key, {r[0] for r in rows})
-    return cached[1]
 
 
 def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[str]:
@@ -398,13 +376,13 @@ def _fill_meta(
 
 def _passages(index: VaultIndex, shown: list[_Candidate]) -> dict[int, tuple[str | None, str, str]]:
     """rowid -> (heading, body) of the passages the hits show, in one query: each hit's best passage
-    with its note's first one and its neighbours (for ``_window``), or for a note matched on its name
+    with its note's first one and its neighbours (for ``passage_window``), or for a note matched on its name
     only, its first few (the best of them is shown)."""
     rowids: list[int] = []
     for c in shown:
         lo = c.fid << CHUNK_BITS
         rowids += (
-            [lo, *range(max(lo, c.chunk - 1), c.chunk + 1 + _FOLLOWING)]
+            [lo, *range(max(lo, c.chunk - 1), c.chunk + 1 + FOLLOWING)]
             if c.chunk >= 0
             else range(lo, lo + _FIRST_PASSAGES)
         )
@@ -426,7 +404,7 @@ def _to_hit(
         chunk = max(rows, key=lambda r: densest_window(passages[r][1], words)[0]) if rows else -1
     heading, body, _trail = passages.get(chunk, (None, "", ""))
     snippet, _ = make_snippet(body, words)
-    passage = _window(passages, chunk, c.fid << CHUNK_BITS) if chunk >= 0 else ""
+    passage = passage_window(passages, chunk, c.fid << CHUNK_BITS) if chunk >= 0 else ""
     return Hit(
         vault_id,
         c.path,
@@ -439,31 +417,6 @@ def _to_hit(
         c.mtime_ns / 1e9,
         passage=passage[:PASSAGE_CHARS],
     )
-
-
-def _window(passages: dict[int, tuple[str | None, str, str]], chunk: int, first: int) -> str:
-    """What a retrieval hands over for a hit: its passage and, while they fit in ``PASSAGE_WINDOW``,
-    the passages around it that its citation covers, in note order. A hit under a heading cites that
-    section: the other pieces of a long section and its subsections join (a quote's commentary above
-    it). A hit with no heading cites the whole note: its first passage (properties and lead, when
-    short) and the passages after it (the lines under a short note's next heading often hold the
-    answer its first lines introduce)."""
-    heading, body, trail = passages.get(chunk, (None, "", ""))
-
-    def covered(row: tuple[str | None, str, str]) -> bool:
-        return heading is None or row[2] == trail or row[2].startswith(trail + " > ")
-
-    chosen = {chunk}
-    size = len(body)
-    for nxt in (first, chunk - 1, *range(chunk + 1, chunk + 1 + _FOLLOWING)):
-        row = passages.get(nxt) if nxt >= first else None
-        if nxt in chosen or row is None or not row[1].strip() or not covered(row):
-            continue
-        if size + len(row[1]) > PASSAGE_WINDOW or (nxt == first and len(row[1]) > _SHORT_FIRST):
-            continue
-        chosen.add(nxt)
-        size += len(row[1]) + 1
-    return "\n".join(passages[r][1].strip() for r in sorted(chosen))
 
 
 def _list_only(index: VaultIndex, vault_id: str, limit: int, where: str, params: list[Any]) -> list[Hit]:

@@ -1,5 +1,6 @@
-"""Snippets: the window of a passage densest in distinct query words, cut at a word boundary; separate
-from ranking, as text work on a passage already chosen."""
+"""Snippets: the window of a passage densest in distinct query words, cut at a word boundary, and the
+passages around a hit's that its citation covers (``passage_window``); separate from ranking, as text
+work on passages already chosen."""
 
 from __future__ import annotations
 
@@ -8,9 +9,22 @@ from functools import lru_cache
 
 from ..text import stem
 
-__all__ = ["SNIPPET_CHARS", "clean", "densest_window", "make_snippet"]
+__all__ = [
+    "FOLLOWING",
+    "PASSAGE_CHARS",
+    "PASSAGE_WINDOW",
+    "SNIPPET_CHARS",
+    "clean",
+    "densest_window",
+    "make_snippet",
+    "passage_window",
+]
 
 SNIPPET_CHARS = 240
+PASSAGE_CHARS = 2_000  # of a hit's passage handed over (a note's last passage may hold its long tail)
+PASSAGE_WINDOW = 1_800  # the passages around the matched one join it up to this many characters
+FOLLOWING = 2  # of the passages after it, at most
+_SHORT_FIRST = 400  # a note's first passage joins a hit further down when it is this short
 
 
 @lru_cache(maxsize=512)
@@ -86,3 +100,28 @@ def _word_boundary(body: str, start: int) -> int:
 def clean(text: str) -> str:
     """``text`` on one line, runs of whitespace as one space."""
     return re.sub(r"\s+", " ", text).strip()
+
+
+def passage_window(passages: dict[int, tuple[str | None, str, str]], chunk: int, first: int) -> str:
+    """What a retrieval hands over for a hit: its passage and, while they fit in ``PASSAGE_WINDOW``,
+    the passages around it that its citation covers, in note order. A hit under a heading cites that
+    section: the other pieces of a long section and its subsections join (a quote's commentary above
+    it). A hit with no heading cites the whole note: its first passage (properties and lead, when
+    short) and the passages after it (the lines under a short note's next heading often hold the
+    answer its first lines introduce)."""
+    heading, body, trail = passages.get(chunk, (None, "", ""))
+
+    def covered(row: tuple[str | None, str, str]) -> bool:
+        return heading is None or row[2] == trail or row[2].startswith(trail + " > ")
+
+    chosen = {chunk}
+    size = len(body)
+    for nxt in (first, chunk - 1, *range(chunk + 1, chunk + 1 + FOLLOWING)):
+        row = passages.get(nxt) if nxt >= first else None
+        if nxt in chosen or row is None or not row[1].strip() or not covered(row):
+            continue
+        if size + len(row[1]) > PASSAGE_WINDOW or (nxt == first and len(row[1]) > _SHORT_FIRST):
+            continue
+        chosen.add(nxt)
+        size += len(row[1]) + 1
+    return "\n".join(passages[r][1].strip() for r in sorted(chosen))
