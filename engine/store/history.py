@@ -186,17 +186,20 @@ def _append_line(path: Path, line: str) -> None:
         fh.flush()
 
 
-def _append_fd(fd: int, data: bytes) -> None:
-    """``_append_line`` on a descriptor the history keeps open (``O_APPEND``): the same check of the last
-    byte, without opening and closing the file for every event."""
+def _append_fd(fd: int, data: bytes, left_at: int | None = None) -> int:
+    """``_append_line`` on a descriptor the history keeps open (``O_APPEND``), without opening and closing
+    the file for every event. The last byte is checked unless the file ends where this history's last
+    line ended (``left_at``): then nobody wrote since, and that line ended with a newline. Returns where
+    the file ends after this line."""
     end = os.lseek(fd, 0, os.SEEK_END)
-    if end > 0:
+    if end > 0 and end != left_at:
         os.lseek(fd, end - 1, os.SEEK_SET)
         if os.read(fd, 1) != b"\n":
             data = b"\n" + data
     view = memoryview(data)
     while view:  # one write for a line, unless the system cuts it short
         view = view[os.write(fd, view) :]
+    return end + len(data)
 
 
 def _close_fds(fds: dict[str, int]) -> None:
@@ -225,6 +228,7 @@ class History:
         self._pending: list[Future[None]] = []
         # The files ``append`` writes, kept open until ``close`` (or until this object is collected).
         self._fds: dict[str, int] = {}
+        self._ends: dict[str, int] = {}  # where each file ended after this history's last line
         weakref.finalize(self, _close_fds, self._fds)
         for sub in ("decisions", "metrics", "errors", "artifacts", "replay"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
@@ -303,6 +307,7 @@ class History:
             writer.shutdown(wait=True)
         with self._lock:  # a later append (a checkpoint decided after the run paused) opens its file again
             _close_fds(self._fds)
+            self._ends.clear()
 
     def write_text(self, rel: str, text: str) -> Path:
         path = self.dir / rel
@@ -317,7 +322,7 @@ class History:
             if fd is None:
                 flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
                 fd = self._fds[rel] = os.open(self.dir / rel, flags, 0o666)
-            _append_fd(fd, line)
+            self._ends[rel] = _append_fd(fd, line, self._ends.get(rel))
 
     def read_text(self, rel: str) -> str:
         """A file of the run, also once ``shad history gc`` compressed it (``rel`` + ``.gz``)."""
