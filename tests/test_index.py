@@ -627,6 +627,55 @@ def test_note_and_passage_totals_follow_every_change(tmp_path: Path) -> None:
     assert v.index.note_count() == 2
 
 
+def test_new_notes_written_table_by_table_get_the_rows_of_a_note_by_note_write(tmp_path: Path) -> None:
+    """Notes new to the index are written a statement per table for a whole batch: each gets the id SQLite
+    would give it (the next after the largest, even where a removed note's id is free again), and every
+    table's rows hang off that id, as when a note was written alone (an edited note keeps its id)."""
+    root = write_vault(tmp_path / "v", {"a.md": "# A\n\nalpha", "b.md": "# B\n\nbeta"})
+    v = Vault(root)
+    v.refresh()
+    a = dict(v.index.query("SELECT path, id FROM files"))["a.md"]
+    (root / "b.md").unlink()
+    (root / "a.md").write_text("# A\n\nalpha edited, see [[c]]")
+    bump_mtime(root / "a.md")
+    c_text = "# C\n\ngamma [[d]] #wet, the first part of c\n\n## More\n\nmore of c, a passage of its own"
+    (root / "c.md").write_text("---\naliases: [Sea]\ntags: [water]\n---\n" + c_text)
+    (root / "d.md").write_text("# D\n\ndelta, back to [[Sea]] and [[a]]")
+    stats = v.refresh()
+    assert (stats.added, stats.updated, stats.removed) == (2, 1, 1)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    c, d = ids["c.md"], ids["d.md"]
+    assert ids["a.md"] == a
+    assert sorted([c, d]) == [a + 1, a + 2]  # the largest id + 1, as SQLite gives it (b's may be reused)
+    names = v.index.query("SELECT rowid, title FROM names")
+    assert sorted(names) == sorted([(a, "a"), (c, "c"), (d, "d")])
+    fts = v.index.query("SELECT rowid >> 10, rowid & 1023, heading FROM fts WHERE rowid >> 10 != ?", (a,))
+    assert sorted(fts) == sorted([(c, 0, "C"), (c, 1, "More"), (d, 0, "D")])
+    assert v.index.query("SELECT file_id, tag FROM note_tags ORDER BY rowid") == [(c, "wet"), (c, "water")]
+    keys = v.index.query("SELECT key, file_id FROM keys WHERE file_id != ?", (a,))
+    assert sorted(keys) == [("c", c), ("d", d), ("sea", c)]
+    lookup = v.index.query("SELECT key, kind, file_id FROM lookup WHERE file_id != ? ORDER BY rowid", (a,))
+    mine = {fid: [row for row in lookup if row[2] == fid] for fid in (c, d)}
+    assert mine == {
+        c: [("c.md", 0, c), ("c.md", 1, c), ("c", 1, c), ("sea", 2, c)],
+        d: [("d.md", 0, d), ("d.md", 1, d), ("d", 1, d)],
+    }
+    edges = "SELECT s.path, e.target, d.path FROM edges e JOIN files s ON s.id = e.src "
+    edges += "LEFT JOIN files d ON d.id = e.dst ORDER BY e.src, e.rowid"
+    expected = {"a.md": [("a.md", "c", "c.md")], "c.md": [("c.md", "d", "d.md")]}
+    expected["d.md"] = [("d.md", "Sea", "c.md"), ("d.md", "a", "a.md")]
+    assert v.index.query(edges) == [
+        row for path in sorted(ids, key=ids.__getitem__) for row in expected[path]
+    ]
+    assert [h.path for h in v.search("delta")] == ["d.md"]
+    assert v.index.query("SELECT rowid FROM docs WHERE docs MATCH 'gamma'") == [(c,)]
+    # The whole-note row of a note written in a batch is removed with the values it was written with.
+    (root / "c.md").unlink()
+    v.refresh()
+    assert v.index.query("SELECT rowid FROM docs WHERE docs MATCH 'gamma OR water OR passage'") == []
+    assert v.index.query("SELECT rowid FROM docs WHERE docs MATCH 'delta'") == [(d,)]
+
+
 def test_another_objects_writes_are_noticed(tmp_path: Path) -> None:
     """A Vault keeps the index's file state in memory between refreshes; a change made through another
     object (or process) bumps the index generation, and the remembered state is read afresh."""

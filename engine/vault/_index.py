@@ -19,23 +19,24 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._index_db import (
     CHUNK_BITS,
+    DOC_COLUMNS,
     FTS_COLUMNS,
     NAMES_COLUMNS,
     IndexDatabase,
     IndexStats,
     default_index_path,
+    doc_body,
     name_key,
 )
 from ._index_db import check_fts5 as _check_fts5  # noqa: F401 (the tests reach it here)
-from ._links import LinkRow, aliases_of, index_file, link_rows, resolve_pending
+from ._links import LinkRow, aliases_of, index_file, index_new_files, link_rows, resolve_pending
 from ._lock import build_lock
-from ._parse import Chunk, parse_for_index
+from ._parse import parse_for_index
 from ._refresh import quick_scan
 from ._scan import FileEntry, ScanResult, scan_vault, stream_vault
 
@@ -313,10 +314,15 @@ class VaultIndex(IndexDatabase):
             # Each note is written against its row as it is now, inside this transaction: another writer
             # may have added, replaced or removed it since the state this update started from was read.
             current = self._rows([item.entry.path for item in batch])
-            notes = passages = 0  # added to the totals once, at the end of the transaction
+            # Notes new to the index (all of a first build) are written table by table, a statement per
+            # table for the whole batch; the others note by note, against what the index holds.
+            fresh = [item for item in batch if item.row is not None and item.entry.path not in current]
+            notes, passages = self._insert_fresh(fresh, stats) if fresh else (0, 0)
             for item in batch:
                 entry = item.entry
                 old = current.get(entry.path)
+                if old is None and item.row is not None:
+                    continue  # written above
                 if old is not None and old[3] == item.digest:
                     if (old[1], old[2]) == (entry.size, entry.mtime_ns):
                         stats.unchanged += 1  # written just so by another writer meanwhile
@@ -342,9 +348,8 @@ class VaultIndex(IndexDatabase):
                 else:
                     stats.added += 1
                 cur = self.conn.execute(
-                    "INSERT INTO files(id, path, is_note, size, mtime_ns, passages, hash, title, type, tags, "
-                    "aliases, frontmatter, diagnostics) VALUES(?,?,1,?,?,?,?,?,?,?,?,?,?)",
-                    (old[0] if old else None, entry.path, entry.size, entry.mtime_ns, *item.counted),
+                    f"INSERT INTO files({_FILE_COLUMNS}) VALUES(?,?,1,?,?,?,?,?,?,?,?,?,?)",
+                    (old[0] if old else None, entry.path, entry.size, entry.mtime_ns, *item.counted()),
                 )
                 fid = cur.lastrowid
                 assert fid is not None
@@ -358,19 +363,11 @@ class VaultIndex(IndexDatabase):
                     old_aliases=old_aliases,
                 )
                 notes, passages = notes + 1, passages + len(item.chunks)
-                self.conn.execute(
-                    "INSERT INTO names(rowid, title, aliases, tags, headings, props) VALUES(?,?,?,?,?,?)",
-                    (fid, *item.names),
-                )
-                self._insert_doc(fid, item.names, [c.text for c in item.chunks])
+                self.conn.execute(_INSERT_NAMES, (fid, *item.names))
+                self._insert_doc(fid, item.names, [c[1] for c in item.chunks])
                 self.conn.executemany("INSERT INTO keys VALUES(?, ?)", [(k, fid) for k in item.keys])
-                self.conn.executemany(
-                    "INSERT INTO fts(rowid, headings, body, heading) VALUES(?,?,?,?)",
-                    [
-                        ((fid << CHUNK_BITS) | i, c.trail, c.text, c.heading)
-                        for i, c in enumerate(item.chunks)
-                    ],
-                )
+                base = fid << CHUNK_BITS
+                self.conn.executemany(_INSERT_FTS, [(base | i, *c) for i, c in enumerate(item.chunks)])
                 if item.tags:
                     self.conn.executemany("INSERT INTO note_tags VALUES(?, ?)", [(fid, t) for t in item.tags])
             self._count(notes, passages)
@@ -378,24 +375,66 @@ class VaultIndex(IndexDatabase):
         self._write(write)
         return len(batch)
 
+    def _insert_fresh(self, items: list[_Parsed], stats: IndexStats) -> tuple[int, int]:
+        """Write notes the index does not hold, inside the caller's transaction: each table's rows for
+        all of them in one statement. Their ids are the ones SQLite would give them one by one (the
+        next after the largest), so the rows are those a note-by-note write makes. (notes, passages)."""
+        top = self.conn.execute("SELECT max(id) FROM files").fetchone()[0] or 0
+        files: list[tuple[Any, ...]] = []
+        names: list[tuple[Any, ...]] = []
+        docs: list[tuple[Any, ...]] = []
+        fts: list[tuple[Any, ...]] = []
+        keys: list[tuple[str, int]] = []
+        tags: list[tuple[int, str]] = []
+        for fid, item in enumerate(items, top + 1):
+            entry, chunks = item.entry, item.chunks
+            files.append((fid, entry.path, entry.size, entry.mtime_ns, *item.counted()))
+            names.append((fid, *item.names))
+            title, aliases, _tags, headings, props = item.names
+            docs.append((fid, title, aliases, headings, props, doc_body([c[1] for c in chunks])))
+            base = fid << CHUNK_BITS
+            fts += [(base | i, *c) for i, c in enumerate(chunks)]
+            keys += [(k, fid) for k in item.keys]
+            tags += [(fid, t) for t in item.tags]
+        self.conn.executemany(f"INSERT INTO files({_FILE_COLUMNS}) VALUES(?,?,1,?,?,?,?,?,?,?,?,?,?)", files)
+        index_new_files(
+            self.conn,
+            [(fid, item.entry.path, item.aliases, item.links) for fid, item in enumerate(items, top + 1)],
+        )
+        self.conn.executemany(_INSERT_NAMES, names)
+        self.conn.executemany(_INSERT_DOCS, docs)
+        self.conn.executemany("INSERT INTO keys VALUES(?, ?)", keys)
+        self.conn.executemany(_INSERT_FTS, fts)
+        self.conn.executemany("INSERT INTO note_tags VALUES(?, ?)", tags)
+        stats.added += len(items)
+        return len(items), len(fts)
 
-@dataclass
-class _Parsed:
+
+_FILE_COLUMNS = (
+    "id, path, is_note, size, mtime_ns, passages, hash, title, type, tags, aliases, frontmatter, diagnostics"
+)
+_INSERT_NAMES = "INSERT INTO names(rowid, title, aliases, tags, headings, props) VALUES(?,?,?,?,?,?)"
+_INSERT_DOCS = f"INSERT INTO docs(rowid, {', '.join(DOC_COLUMNS)}) VALUES(?, ?, ?, ?, ?, ?)"
+_INSERT_FTS = "INSERT INTO fts(rowid, headings, body, heading) VALUES(?,?,?,?)"
+
+
+class _Parsed(NamedTuple):
+    """One note as parsed for the index, in plain values (a parsing process sends thousands of these to
+    the writing one: tuples and strings pickle several times faster than objects)."""
+
     entry: FileEntry
-    row: tuple[Any, ...] | None  # None: content unchanged
+    digest: str | None  # the content hash
+    row: tuple[Any, ...] | None  # ``files`` values after the passage count; None: content unchanged
+    names: tuple[str, str, str, str, str]
+    chunks: list[tuple[str, str, str | None]]  # its passages as ``fts`` values: trail, text, heading
+    tags: list[str]
+    keys: list[str]  # normalized file name, aliases and title: link targets
+    aliases: list[str]
+    links: list[LinkRow]  # every link as written, to be resolved
 
-    @property
     def counted(self) -> tuple[Any, ...]:
-        """The row's values after the file state: its passage count, then ``row``."""
+        """The ``files`` values after the file state: the passage count, then ``row``."""
         return (len(self.chunks), *(self.row or ()))
-
-    digest: str | None = None  # the content hash
-    names: tuple[str, str, str, str, str] = ("", "", "", "", "")
-    chunks: list[Chunk] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)  # normalized file name, aliases and title: link targets
-    aliases: list[str] = field(default_factory=list)
-    links: list[LinkRow] = field(default_factory=list)  # every link as written, to be resolved
 
 
 def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
@@ -410,36 +449,36 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     else:
         unreadable = ""
     if old_hash is not None and not unreadable and hashlib.sha256(raw).hexdigest() == old_hash:
-        return _Parsed(entry, None, old_hash)
+        return _Parsed(entry, old_hash, None, ("", "", "", "", ""), [], [], [], [], [])
     note, chunks = parse_for_index(entry.path, raw, mtime=entry.mtime_ns / 1e9)
     diagnostics = [d.__dict__ for d in note.diagnostics]
     if unreadable:
         diagnostics.append({"code": "unreadable", "message": unreadable, "severity": "error"})
+    frontmatter = note.frontmatter
     row = (
         note.hash,
         note.title,
         note.type,
         _dumps(note.tags),
         _dumps(note.aliases),
-        _dumps(note.frontmatter),
+        _dumps(frontmatter),
         _dumps(diagnostics),
     )
-    title_extra = note.frontmatter.get("title")
-    aliases = " ; ".join([*note.aliases, *([str(title_extra)] if title_extra else [])])
-    props = _props(note.frontmatter)
+    title_extra = frontmatter.get("title") if frontmatter else None
+    extra = [str(title_extra)] if title_extra else []
+    aliases = " ; ".join([*note.aliases, *extra]) if note.aliases or extra else ""
+    props = _props(frontmatter) if frontmatter else ""
     names = (note.title, aliases, " ".join(note.tags), " ; ".join(h.text for h in note.headings), props)
     stem = entry.path.rsplit("/", 1)[-1]
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    keys = {
-        name_key(n) for n in (stem, note.title, *note.aliases, *([str(title_extra)] if title_extra else []))
-    }
+    keys = {name_key(n) for n in (stem, note.title, *note.aliases, *extra)}
     keys.discard("")
     return _Parsed(
         entry,
-        row,
         note.hash,
+        row,
         names,
-        chunks,
+        [(c.trail, c.text, c.heading) for c in chunks],
         note.tags,
         sorted(keys),
         note.aliases,

@@ -32,6 +32,7 @@ __all__ = [
     "export_graph",
     "forget_file",
     "index_file",
+    "index_new_files",
     "link_counts",
     "link_rows",
     "neighbors",
@@ -55,8 +56,8 @@ LINK_TABLES = ("edges", "lookup", "dirty")
 EXACT, NAME, ALIAS = 0, 1, 2  # lookup kinds
 _CHUNK = 5000
 
-# A link as stored: (target, line, kind, embed, relation)
-LinkRow = tuple[str, int, str, int, str | None]
+# A link as stored: (target, tail_key(target), line, kind, embed, relation)
+LinkRow = tuple[str, str, int, str, int, str | None]
 Query = Callable[[str, tuple[Any, ...] | list[Any]], list[tuple[Any, ...]]]
 
 
@@ -70,6 +71,7 @@ def link_rows(links: Iterable[Link]) -> list[LinkRow]:
     return [
         (
             link.target,
+            tail_key(link.target),
             link.line,
             link.kind,
             1 if link.embed else 0,
@@ -107,15 +109,33 @@ def index_file(
     ``new``: the file was not in the index (links to its name may resolve now); else ``old_aliases`` are
     the aliases it had (links by an alias it gained or lost resolve differently)."""
     conn.executemany("INSERT INTO lookup VALUES(?, ?, ?)", _lookup_rows(fid, path, aliases))
-    conn.executemany(
-        "INSERT INTO edges(src, target, tail, line, kind, embed, relation) VALUES(?, ?, ?, ?, ?, ?, ?)",
-        [(fid, t, tail_key(t), line, kind, embed, rel) for t, line, kind, embed, rel in links],
-    )
+    conn.executemany(_INSERT_EDGES, [(fid, *link) for link in links])
     if new:
         mark(conn, [tail_key(path), *(tail_key(a) for a in aliases)])
     else:
         changed = {a.lower() for a in aliases} ^ {a.lower() for a in old_aliases or []}
         mark(conn, [tail_key(a) for a in changed])
+
+
+def index_new_files(conn: sqlite3.Connection, files: list[tuple[int, str, list[str], list[LinkRow]]]) -> None:
+    """``index_file(..., new=True)`` for each of ``files`` (file id, path, aliases, links), a statement
+    per table for all of them: the same rows, in the same order."""
+    lookup: list[tuple[str, int, int]] = []
+    edges: list[tuple[Any, ...]] = []
+    tails: list[str] = []
+    for fid, path, aliases, links in files:
+        lookup += _lookup_rows(fid, path, aliases)
+        edges += [(fid, *link) for link in links]
+        tails.append(tail_key(path))
+        tails += [tail_key(a) for a in aliases]
+    conn.executemany("INSERT INTO lookup VALUES(?, ?, ?)", lookup)
+    conn.executemany(_INSERT_EDGES, edges)
+    mark(conn, tails)
+
+
+_INSERT_EDGES = (
+    "INSERT INTO edges(src, target, tail, line, kind, embed, relation) VALUES(?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def aliases_of(conn: sqlite3.Connection, fid: int) -> list[str]:
