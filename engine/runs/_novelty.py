@@ -128,10 +128,9 @@ class Novelty:
                 earlier.append(s)
         return earlier
 
-    def _holders(self, node: Node, *, waiting: bool) -> list[tuple[str, list[dict[str, Any]]]]:
+    def _holders(self, node: Node, running: set[str]) -> list[tuple[str, list[dict[str, Any]]]]:
         """Finished nodes of its stage with an answer that hold passages: the dependencies, then the
-        siblings; with ``waiting``, also the earlier siblings still running."""
-        running = {s.id for s in self._earlier(node)} if waiting else set()
+        siblings; also the ``running`` ones (the earlier siblings still running)."""
         out = []
         deps = [self.run.dag.node(d) for d in node.hard_deps + node.soft_deps if d in self.run.dag]
         for other in deps + self._siblings(node):
@@ -152,8 +151,9 @@ class Novelty:
             if unknown:  # it may hold the same passages: know before judging
                 await self._event(self._moved, unknown[0].id).wait()
                 continue
-            could = covering(context, self._holders(node, waiting=True))
-            pending = [i for i in could if i in {s.id for s in earlier}]
+            running = {s.id for s in earlier}
+            could = covering(context, self._holders(node, running))
+            pending = [i for i in could if i in running]
             if not pending:
                 # The finished holders alone give the same answer: no running sibling is among those
                 # chosen, and leaving out holders that were not chosen changes no passage's first holder.
