@@ -675,3 +675,12 @@ def test_query_of_only_common_words_is_still_ranked_while_bearable(
     monkeypatch.setattr(_search, "_AFFORDABLE_LAST", 2)  # the AND's 3 passages are past it: a sample
     v.index._counts.clear()
     assert paths(v.search("alpha beta")) == by_id
+
+
+def test_a_searching_index_keeps_a_larger_page_cache(demo: Vault) -> None:
+    """A search reads the doclists and row sizes of its words: the index's connection keeps more of them
+    than SQLite's default 2 MB from the first search on."""
+    from engine.vault import _search
+
+    demo.search("espresso grind")
+    assert demo.index.query("PRAGMA cache_size")[0][0] == -_search.SEARCH_CACHE_KIB
