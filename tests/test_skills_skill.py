@@ -77,3 +77,20 @@ def test_the_package_skills_all_load(tmp_path: Path) -> None:
         assert skill.name == file.parent.name and skill.guidance and skill.use_when
     with pytest.raises(SkillError, match="cannot read"):
         load_skill(tmp_path / "missing" / "SKILL.md")
+
+
+def test_a_skill_file_is_parsed_again_only_when_it_changes(tmp_path: Path) -> None:
+    file = tmp_path / "SKILL.md"
+    file.write_text(GOOD, encoding="utf-8")
+    first = load_skill(file, source="notes")
+    assert load_skill(file, source="notes") is first  # unchanged: the skill parsed before
+    assert load_skill(file, source="other").source == "other"  # another source is another skill
+    file.write_text(GOOD.replace("Notes from the field.", "Notes, edited."), encoding="utf-8")
+    edited = load_skill(file, source="notes")
+    assert edited.description == "Notes, edited."  # written again: read again, never the stale one
+    file.write_text(GOOD.replace("name: field-notes", "name: Bad Name"), encoding="utf-8")
+    with pytest.raises(SkillError, match="name"):  # broken now: the error, not the last good skill
+        load_skill(file, source="notes")
+    file.unlink()
+    with pytest.raises(SkillError, match="cannot read"):
+        load_skill(file, source="notes")

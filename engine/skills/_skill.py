@@ -17,7 +17,9 @@ The body is the guidance injected into the system prompt when the skill is in us
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,11 +165,32 @@ def skill_from_parts(
     )
 
 
+# Parsed skills by (file, source, shown_as), each with the file's stat when it was read: a run discovers
+# the skills again, and parsing the package's five files took ~3 ms a run. A file whose stat changed in
+# any way (written, replaced, touched) is read and parsed again, so the cache never answers stale.
+_parsed: dict[tuple[str, str, str], tuple[tuple[int, ...], Skill]] = {}
+_parsed_lock = threading.Lock()
+
+
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def load_skill(file: Path, *, source: str = "package", shown_as: str | None = None) -> Skill:
-    """The skill in ``file`` (``shown_as``: the path to report, e.g. vault-relative)."""
+    """The skill in ``file`` (``shown_as``: the path to report, e.g. vault-relative). A file unchanged
+    since this process last parsed it (same stat) gives the skill parsed then; Skill is frozen."""
     where = shown_as or str(file)
+    key = (str(file), source, where)
     try:
+        signature = _signature(os.stat(file))  # before the read: a write after it changes the stat
+        with _parsed_lock:
+            cached = _parsed.get(key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"{where}: cannot read it ({exc})", path=where) from exc
-    return parse_skill(text, path=where, source=source)
+    skill = parse_skill(text, path=where, source=source)  # a file that fails is never cached
+    with _parsed_lock:
+        _parsed[key] = (signature, skill)
+    return skill
