@@ -6,8 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import yaml
@@ -374,23 +372,17 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
     if state.software is not None:
         run.summary["software"] = state.software
     h = run.history
-    h.flush()  # a dag.json checkpoint still queued must not land after the final one
-    _write_together(
-        lambda: h.write_json("dag.json", run.dag.to_json(), compact=True),  # as its checkpoints
-        lambda: h.write_json("metrics/summary.json", {**metrics, "nodes": run.metrics}),
-        lambda: h.write_text("final.report.md", run.report),
-        lambda: h.write_json("final.summary.json", run.summary),
-        lambda: ctx.provider.write(h.dir / "replay" / "manifest.json"),
-    )
     manifest = run.manifest() | {"status": run.status.value, "finished": run.finished_at}
-    h.write_json("run.manifest.json", manifest)  # last: the run is finished once every file is there
+    h.write_together(
+        [
+            ("dag.json", run.dag.to_json()),
+            ("metrics/summary.json", {**metrics, "nodes": run.metrics}),
+            ("final.report.md", run.report),
+            ("final.summary.json", run.summary),
+        ],
+        last=("run.manifest.json", manifest),  # the run is finished once every other file is there
+        # dag.json as its checkpoints; the metrics (a row per node) are read by programs alone.
+        compact=("dag.json", "metrics/summary.json"),
+        alongside=[lambda: ctx.provider.write(h.dir / "replay" / "manifest.json")],
+    )
     ctx.emit(RunFinished(status=run.status.value, tokens=tokens, duration_ms=round(seconds * 1000, 1)))
-
-
-def _write_together(*writes: Callable[[], object]) -> None:
-    """Run the final writes at once: each is atomic and fsynced, and their fsyncs overlap (one after the
-    other they took tens of milliseconds on a busy disk). The first error is raised once all are done."""
-    with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="shad-finish") as pool:
-        futures = [pool.submit(write) for write in writes]
-    for future in futures:
-        future.result()

@@ -18,6 +18,7 @@ import secrets
 import socket
 import threading
 import weakref
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from ..config import HISTORY_FOLDER, shad_home
 from ..errors import ShadError
 from ..fs import atomic_write
+from ._together import write_together
 
 __all__ = [
     "HISTORY_FOLDER",
@@ -273,6 +275,27 @@ class History:
         path = self.dir / rel
         atomic_write(path, _dumps(data, compact=compact) + "\n")
         return path
+
+    def write_together(
+        self,
+        files: Sequence[tuple[str, Any]],
+        *,
+        last: tuple[str, Any],
+        compact: Collection[str] = (),
+        alongside: Sequence[Callable[[], object]] = (),
+    ) -> None:
+        """Write several files at once, ``last`` once every other one is in place (the run's end: the
+        manifest that says it finished). Each is atomic and fsynced; their fsyncs (and the ``alongside``
+        writes) overlap, so the disk is waited for once (``_together``). A str is the file's text,
+        anything else JSON (compact for the files named in ``compact``); all of it scrubbed, encoded
+        here one after the other (encoding in several threads at once only fought over the GIL)."""
+        self.flush()  # a checkpoint still queued must not land after these
+
+        def text(rel: str, data: Any) -> str:
+            return scrub(data) if isinstance(data, str) else _dumps(data, compact=rel in compact) + "\n"
+
+        texts = [(rel, text(rel, data)) for rel, data in files]
+        write_together(self.dir, texts, (last[0], text(*last)), alongside)
 
     def write_json_soon(self, rel: str, data: Any, *, compact: bool = True) -> None:
         """Write ``data`` (compact unless told) on the history's writer thread, so the run's event loop
