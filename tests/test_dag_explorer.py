@@ -287,7 +287,7 @@ def test_show_run_loaded_from_history(recorded: Recorded) -> None:
 def test_a_resumed_run_shows_the_nodes_it_adopted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHAD_HOME", str(tmp_path / "home"))
     stopped = engine.run(  # enough for a subtask or two: each call reserves its worst case first
-        GOAL, [str(DEMO)], provider="offline", history_dir=str(tmp_path / "h"), max_tokens=6000
+        GOAL, [str(DEMO)], provider="offline", history_dir=str(tmp_path / "h"), max_tokens=8000
     )
     assert stopped.status.value == "PARTIAL"
     kept = {n.id for n in stopped.dag if n.status.ok}

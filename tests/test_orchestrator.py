@@ -292,6 +292,19 @@ def test_a_second_vault_citation_names_its_vault(vault: Path, tmp_path: Path) ->
 # --- budgets and resume ----------------------------------------------------------------------------------
 
 
+def test_a_budget_that_lets_only_the_plan_finish_prunes_the_root_too(vault: Path) -> None:
+    # No subtask could be paid for: the root has nothing to synthesize because of the budget, so it is
+    # stopped like them (resumable), not a failure with a traceback in the report.
+    first = offline(MULTI, vault, max_tokens=6000)
+    assert first.status is RunStatus.PARTIAL and first.exit_code == 3
+    root = first.dag.node("root")
+    assert root.status is NodeStatus.PRUNED
+    assert all(n.status is NodeStatus.PRUNED for n in first.dag)
+    assert "## Failures" not in first.report and "Traceback" not in first.report
+    assert first.summary["resume_command"].startswith(f"shad resume {first.id} --budget +")
+    assert resume(first.id, add_tokens=30_000).status is RunStatus.SUCCESS
+
+
 def test_tiny_token_budget_stops_partial_and_resume_finishes_keeping_finished_nodes(vault: Path) -> None:
     first = offline(MULTI, vault, max_tokens=TINY)
     assert first.status is RunStatus.PARTIAL and first.exit_code == 3

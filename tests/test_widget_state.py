@@ -58,8 +58,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
 @pytest.fixture(scope="module")
 def starved(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     """A run the token budget stops after the first subtask: some nodes are pruned (each call reserves
-    its worst case before it goes, so 4000 tokens no longer let one subtask finish)."""
-    return _record(tmp_path_factory.mktemp("starved"), max_tokens=6000)
+    its worst case before it goes, so 6000 tokens no longer let one subtask finish)."""
+    return _record(tmp_path_factory.mktemp("starved"), max_tokens=8000)
 
 
 def fold(events: list[dict[str, Any]]) -> DagState:

@@ -283,6 +283,8 @@ class Orchestrator:
         # A subtask whose retries ran out still gives its best answer, marked as resting on weak evidence.
         children = [c for c in ctx.run.dag.children(node.id) if usable(c) and c.answer]
         if not children:
+            if ctx.state.stop_reason:  # the budget (or the time) stopped them: stopped too, resumable
+                raise BudgetExhausted(ctx.state.stop_reason, hint="resume with a larger budget")
             raise ShadError("every subtask failed or was pruned: nothing to synthesize")
         goal = ctx.config.goal
         # A section's heading is the subtask's own words: a task that repeats the goal ("Define the key
