@@ -14,7 +14,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..config import RunConfig
 from ..events import LIVE_ONLY, Event, NodePruned, RunStarted, to_record
@@ -84,6 +84,7 @@ class RunContext:
     local: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(4))
     state: RunState = field(default_factory=RunState)
     skills: SkillRouting = field(init=False)
+    refreshing: asyncio.Future[Any] | None = None  # the vaults' refresh, started with the context
 
     def __post_init__(self) -> None:
         self.skills = SkillRouting(self)
@@ -171,16 +172,55 @@ async def open_context(
     # The provider first: an unknown one must fail before a run folder exists.
     chosen = provider or _make_provider(config)
     owns_store = store is None
-    if store is None:
-        url = config.store_url or os.environ.get("SHAD_STORE") or None
-        store = await asyncio.to_thread(open_store, url)
-    # The vaults before the run folder: a backend that cannot be reached must fail before one exists.
-    vaults = await asyncio.to_thread(VaultSet, list(config.vaults), include_history=config.include_history)
+    url = config.store_url or os.environ.get("SHAD_STORE") or None
+    # The store and the vaults side by side, and the vaults before the run folder: a backend that cannot
+    # be reached must fail before one exists.
+    got_store, got_vaults = await asyncio.gather(
+        asyncio.to_thread(open_store, url) if store is None else asyncio.sleep(0, store),
+        asyncio.to_thread(VaultSet, list(config.vaults), include_history=config.include_history),
+        return_exceptions=True,
+    )
+    if isinstance(got_store, BaseException) or isinstance(got_vaults, BaseException):
+        if owns_store and isinstance(got_store, Store):  # what did open is closed again
+            got_store.close()
+        if isinstance(got_vaults, VaultSet):
+            got_vaults.close()
+        raise got_store if isinstance(got_store, BaseException) else cast(BaseException, got_vaults)
+    store, vaults = got_store, got_vaults
     try:
         check_voice(config.voice, chosen.name, vaults.vaults)  # an unknown voice, or no model to render it
     except BaseException:
         vaults.close()
         raise
+    # The run's first step, the vaults' refresh, starts now: it reads the vaults while the run folder,
+    # the manifest and the ledger are made (each waits for the disk). ``Orchestrator.execute`` awaits it.
+    refreshing = asyncio.ensure_future(asyncio.to_thread(vaults.refresh))
+    try:
+        return await _open(
+            config, chosen, store, vaults, owns_store, refreshing, ledger, on_event, decider, run_id,
+            resume, replay, hint,
+        )  # fmt: skip
+    except BaseException:
+        # The refresh must be over before anyone closes the vaults under it; its own error is moot now.
+        await asyncio.gather(refreshing, return_exceptions=True)
+        raise
+
+
+async def _open(
+    config: RunConfig,
+    chosen: Provider,
+    store: Store,
+    vaults: VaultSet,
+    owns_store: bool,
+    refreshing: asyncio.Future[Any],
+    ledger: Ledger | None,
+    on_event: EventSink | None,
+    decider: Decider | None,
+    run_id: str | None,
+    resume: Run | None,
+    replay: str | None,
+    hint: str,
+) -> RunContext:
     if resume is None:
         run_id = run_id or new_run_id()
         first = vaults.vaults[0]
@@ -190,7 +230,6 @@ async def open_context(
     recorder = Recorder(chosen)
     run = Run(run_id, config, history, provider_name=recorder.name)
     run.status = RunStatus.RUNNING
-    history.write_json("run.manifest.json", run.manifest())
     cache = NodeCache(
         store,
         vaults,
@@ -218,7 +257,16 @@ async def open_context(
         local=asyncio.Semaphore(config.max_parallel),
     )
     ctx.state.retry_hint = hint.strip()
-    await asyncio.to_thread(_open_ledger, ctx)
+    ctx.refreshing = refreshing
+    # Side by side: the manifest (which makes the run findable and resumable by id) and the ledger.
+    done = await asyncio.gather(
+        asyncio.to_thread(history.write_json, "run.manifest.json", run.manifest()),
+        asyncio.to_thread(_open_ledger, ctx),
+        return_exceptions=True,  # both finish before either's error is raised
+    )
+    for result in done:
+        if isinstance(result, BaseException):
+            raise result
     if resume is None:
         ctx.emit(RunStarted(goal=config.goal, provider=recorder.name, budgets=config.budgets.__dict__))
     return ctx

@@ -73,7 +73,8 @@ class Orchestrator:
         ctx, run = self.ctx, self.ctx.run
         try:
             try:
-                await asyncio.to_thread(ctx.vaults.refresh)
+                # Started with the context (``open_context``); a context made without it refreshes here.
+                await (ctx.refreshing or asyncio.to_thread(ctx.vaults.refresh))
                 await asyncio.to_thread(self.retrieval.open)
                 previous = ctx.resumed
                 if previous is not None and any(  # a node whose retries ran out is progress too
