@@ -440,6 +440,8 @@ def test_markdown_link_is_decoded_with_heading() -> None:
         ('[t](Note.md "a title")', "Note.md", None, None, False),
         ("[t](Note.md#^blk)", "Note.md", None, "blk", False),
         ("![alt](img/pic.png)", "img/pic.png", None, None, True),
+        ("see!![alt](img/pic.png)", "img/pic.png", None, None, True),
+        ("a ! [alt](img/pic.png)", "img/pic.png", None, None, False),
         ("[t](#Local%20heading)", "", "Local heading", None, False),
     ],
 )
@@ -549,6 +551,10 @@ def test_urls_in_relation_fields_are_not_links() -> None:
         "~~~~\n[[Code link]]\n~~~\n#codetag\n~~~~\n",
         "```\n~~~\n[[Code link]] #codetag\n~~~\n```\n",  # tildes do not close backticks
         "   ```\n[[Code link]] #codetag\n   ```\n",  # up to three spaces of indent
+        "```\n    ```\n[[Code link]] #codetag\n```\n",  # four spaces of indent do not close it
+        "```\n``` x\n[[Code link]] #codetag\n```\n",  # nor a fence with text after it
+        "```\nx ```\n[[Code link]] #codetag\n``` \t\n",  # nor text before; spaces after are fine
+        "```\n[[Code link]] #codetag\n \t`````\n",  # a longer fence closes, indent may be tabs
     ],
 )
 def test_fenced_code_hides_links_tags_headings(block: str) -> None:
@@ -576,7 +582,13 @@ def test_fence_lines_after_code_keep_line_numbers() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["`[[Code]]` and `#codetag`", "``[[Code]] ` #codetag``", "use `![[Code]]` to embed"],
+    [
+        "`[[Code]]` and `#codetag`",
+        "``[[Code]] ` #codetag``",
+        "use `![[Code]]` to embed",
+        "x ```[[Code]] `` #codetag```",
+        "``[[Code]]``` #codetag``",
+    ],
 )
 def test_inline_code_hides_links_and_tags(text: str) -> None:
     note = parse(text + " but [[Real]] #real\n")

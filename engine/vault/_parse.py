@@ -40,9 +40,13 @@ RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "par
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
 _FENCE_MARK = re.compile(r"[`~]{3}")
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
-_INLINE_CODE = re.compile(r"(`+)[^`\n](?:.*?[^`\n])??\1(?!`)")
+# Opens with a literal backtick (the run's first; the group holds the rest of it): the regex engine then
+# jumps from one backtick to the next instead of trying the pattern at every character.
+_INLINE_CODE = re.compile(r"`(`*)[^`\n](?:.*?[^`\n])??`\1(?!`)")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
+# The same link found by its bracket ("!" before it makes it an embed), tried only at each "[" (~8x faster).
+_MDLINK_BRACKETS = re.compile(r"\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 # Both start with their literal ("#", "^") and look behind it for what may not precede it: the regex
 # engine then jumps from one "#" to the next instead of trying the lookbehind at every character
@@ -289,9 +293,7 @@ def _mask_code_and_comments(body: str) -> tuple[str, list[tuple[int, int]]]:
             if opener is None:
                 break
             fence = opener.group(1)
-            closer = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
-            close = closer.search(body, opener.end())
-            end = close.end() if close else len(body)
+            end = _fence_end(body, opener.end(), fence[0], len(fence))
             spans.append((opener.start(), end))
             pos = end
     text = _blank(body, spans) if spans else body
@@ -318,6 +320,24 @@ def _next_fence(body: str, pos: int) -> re.Match[str] | None:
             if found is not None:
                 return found
         pos = at + 1
+
+
+def _fence_end(body: str, pos: int, char: str, length: int) -> int:
+    """Where the fence closing a block opened by ``length`` ``char``s ends (its line's end), else the
+    body's end: the first line from ``pos`` that is at most three spaces or tabs, ``length`` or more of
+    ``char``, then only spaces or tabs. Found as ``re.search(rf"^[ \t]{0,3}{char}{{{length},}}[ \t]*$",
+    body[pos:], re.M)`` would, but by looking for the run of ``char``s (the regex, anchored at a line's
+    start, tries every character of the code block)."""
+    run = char * length
+    while (at := body.find(run, pos)) >= 0:
+        start = body.rfind("\n", 0, at) + 1
+        if start >= pos and at - start <= 3 and not body[start:at].strip(" \t"):
+            end = body.find("\n", at)
+            end = len(body) if end < 0 else end
+            if not body[at:end].rstrip(" \t").strip(char):
+                return end
+        pos = at + 1
+    return len(body)
 
 
 def _comment_spans(text: str) -> list[tuple[int, int]]:
@@ -396,8 +416,8 @@ def _body_links(masked: str, line_of: _LineCounter) -> list[Link]:
             embed = start > 0 and masked[start - 1] == "!"
             found.append((start - embed, Link(target, heading, block, alias, embed=embed)))
     if "](" in masked:
-        for m in _MDLINK.finditer(masked):
-            url = m.group(3).strip("<>")
+        for m in _MDLINK_BRACKETS.finditer(masked):
+            url = m.group(2).strip("<>")
             if _SCHEME.match(url) or (url.startswith("#") and len(url) == 1):
                 continue
             path, _, sub = unquote(url).partition("#")
@@ -406,11 +426,10 @@ def _body_links(masked: str, line_of: _LineCounter) -> list[Link]:
                 block = sub[1:]
             elif sub:
                 heading = sub
+            start = m.start()
+            embed = start > 0 and masked[start - 1] == "!"
             found.append(
-                (
-                    m.start(),
-                    Link(path, heading, block, m.group(2) or None, embed=bool(m.group(1)), kind="markdown"),
-                )
+                (start - embed, Link(path, heading, block, m.group(1) or None, embed=embed, kind="markdown"))
             )
     found.sort(key=lambda item: item[0])
     for offset, link in found:
