@@ -373,16 +373,18 @@ def finish_run(ctx: RunContext, tokens: int) -> None:
         run.summary["software"] = state.software
     h = run.history
     manifest = run.manifest() | {"status": run.status.value, "finished": run.finished_at}
+    skills = ctx.skills.unsaved()  # the routings since the last checkpoint, with the other files
     h.write_together(
         [
             ("dag.json", run.dag.to_json()),
             ("metrics/summary.json", {**metrics, "nodes": run.metrics}),
             ("final.report.md", run.report),
             ("final.summary.json", run.summary),
+            *([("decisions/skills.json", skills)] if skills is not None else []),
         ],
         last=("run.manifest.json", manifest),  # the run is finished once every other file is there
-        # dag.json as its checkpoints; the metrics (a row per node) are read by programs alone.
-        compact=("dag.json", "metrics/summary.json"),
+        # dag.json and skills.json as their checkpoints; the metrics (a row per node) are read by programs.
+        compact=("dag.json", "metrics/summary.json", "decisions/skills.json"),
         alongside=[lambda: ctx.provider.write(h.dir / "replay" / "manifest.json")],
     )
     ctx.emit(RunFinished(status=run.status.value, tokens=tokens, duration_ms=round(seconds * 1000, 1)))

@@ -93,8 +93,16 @@ class SkillRouting:
         """Write ``decisions/skills.json`` if a routing was made since it was last written. Called with each
         ``dag.json`` checkpoint and when the run closes: rebuilding the whole record for every node routed
         made the run's bookkeeping grow with the square of its nodes."""
+        data = self.unsaved()
+        if data is not None:
+            # Built here (routings are made on the event loop), written on the history's writer thread.
+            self.ctx.run.history.write_json_soon("decisions/skills.json", data)
+
+    def unsaved(self) -> dict[str, Any] | None:
+        """The record ``save`` writes, if a routing was made since it was last written (else None), taken
+        as written: the run's end writes it with its other final files (one wait for the disk)."""
         if not self._unsaved:
-            return
+            return None
         self._unsaved = False
         skills = self.skills
         data: dict[str, Any] = {
@@ -105,8 +113,7 @@ class SkillRouting:
                 for nid, r in self.routes.items()
             },
         }
-        # Built here (routings are made on the event loop), written on the history's writer thread.
-        self.ctx.run.history.write_json_soon("decisions/skills.json", data)
+        return data
 
 
 @functools.cache

@@ -289,7 +289,10 @@ class History:
         writes) overlap, so the disk is waited for once (``_together``). A str is the file's text,
         anything else JSON (compact for the files named in ``compact``); all of it scrubbed, encoded
         here one after the other (encoding in several threads at once only fought over the GIL)."""
-        self.flush()  # a checkpoint still queued must not land after these
+        with self._queue_lock:  # a checkpoint of one of these still queued is superseded: dropped
+            for rel, _ in [*files, last]:
+                self._queued.pop(rel, None)
+        self.flush()  # and one being written must not land after these
 
         def text(rel: str, data: Any) -> str:
             return scrub(data) if isinstance(data, str) else _dumps(data, compact=rel in compact) + "\n"
