@@ -4,6 +4,7 @@ every file is held (bounded memory on a big vault); what it writes is what a bui
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 import engine.vault._index as index_mod
 from engine import Vault
-from engine.vault._index_db import FTS_TABLES, SECONDARY_INDEXES
+from engine.vault._index_db import FTS_TABLES, LINK_INDEXES, SECONDARY_INDEXES
 from engine.vault._scan import FileEntry, scan_vault, stream_vault
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -132,6 +133,34 @@ def test_a_big_first_build_creates_the_secondary_indexes_once_at_the_end(
     assert seen and all(not (names & wanted) for names in seen)  # written without them
     assert wanted <= _indexes(v)
     assert v.backlinks("f1/Note 0001.md") == ["f0/Note 0000.md"]
+
+
+def test_a_big_first_build_resolves_its_links_before_indexing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resolving rewrites every link row: with no index on ``edges`` yet there is none to keep in step.
+    The indexes resolution reads (names, files) are there; the link indexes come right after, and an
+    index file left without them (a build killed in between) gets them when it is next opened."""
+    small_windows(monkeypatch)
+    root = make_vault(tmp_path / "v", 40, 0)
+    seen: list[set[str]] = []
+    resolve = index_mod.resolve_pending
+
+    def watch(conn: sqlite3.Connection) -> int:
+        seen.append({r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")})
+        return resolve(conn)
+
+    monkeypatch.setattr(index_mod, "resolve_pending", watch)
+    v = Vault(root, index_path=tmp_path / "i.sqlite")
+    v.refresh()
+    wanted = {name for name, _sql in SECONDARY_INDEXES}
+    assert seen and not seen[0] & LINK_INDEXES and wanted - LINK_INDEXES <= seen[0]
+    assert wanted <= _indexes(v)
+    assert v.backlinks("f1/Note 0001.md") == ["f0/Note 0000.md"]
+    for name in LINK_INDEXES:
+        v.index.conn.execute(f"DROP INDEX {name}")
+    v.index.close()
+    assert wanted <= _indexes(Vault(root, index_path=tmp_path / "i.sqlite"))
 
 
 def test_a_first_build_that_fails_leaves_the_indexes_and_the_next_one_finishes(

@@ -269,14 +269,20 @@ class VaultIndex(IndexDatabase):
                 if batch:
                     done += self._commit_batch(batch, stats)
                 flush_attachments()
-            finally:
-                if parallel:  # (also when the build fails: reading stays fast)
+            except BaseException:
+                if parallel:  # reading stays fast
                     self._transaction(self._create_indexes, bump=False)
+                raise
+            if parallel:  # the link table's indexes once its links are resolved (a killed build's are
+                # created when the index is next opened)
+                self._transaction(lambda: self._create_indexes(links=False), bump=False)
             if progress:
                 progress(done, found)
             stats.attachments_changed = stats.attachments
             stats.skipped = skipped
             self._transaction(lambda: self._finish_update(when, True, stats, scope), bump=False)
+            if parallel:
+                self._transaction(self._create_link_indexes, bump=False)
             if bulk:  # after resolving: every link's row is rewritten, once, not to the log and back
                 self._journal_mode("wal", wait=30.0)
             self._counts.clear()

@@ -91,6 +91,7 @@ CREATE INDEX IF NOT EXISTS keys_file ON keys(file_id);
 SECONDARY_INDEXES = tuple(
     (m.group(1), m.group(0)) for m in re.finditer(r"CREATE INDEX IF NOT EXISTS (\w+) ON [^;]+", _SCHEMA)
 )
+LINK_INDEXES = frozenset(name for name, create in SECONDARY_INDEXES if " ON edges(" in create)
 FTS_TABLES = ("fts", "names", "docs")
 _AUTOMERGE = 4  # FTS5's default
 
@@ -228,13 +229,22 @@ class IndexDatabase:
         for table in FTS_TABLES:
             self.conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('automerge', 0)")
 
-    def _create_indexes(self) -> None:
-        """Undo ``_drop_indexes``: create the indexes, merge each full-text table into one segment."""
-        for _name, create in SECONDARY_INDEXES:
-            self.conn.execute(create)
+    def _create_indexes(self, *, links: bool = True) -> None:
+        """Undo ``_drop_indexes``: create the indexes, merge each full-text table into one segment.
+        ``links=False``: not the indexes of the ``edges`` table (a first build resolves its links before
+        creating them, so that each link row is rewritten with no index to keep in step; then
+        ``_create_link_indexes``)."""
+        for name, create in SECONDARY_INDEXES:
+            if links or name not in LINK_INDEXES:
+                self.conn.execute(create)
         for table in FTS_TABLES:
             self.conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('automerge', ?)", (_AUTOMERGE,))
             self.conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+
+    def _create_link_indexes(self) -> None:
+        for name, create in SECONDARY_INDEXES:
+            if name in LINK_INDEXES:
+                self.conn.execute(create)
 
     def finish_killed_build(self) -> None:
         """A first build killed midway left merging off (and maybe the indexes dropped): undo that. Called

@@ -245,14 +245,16 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
         return 0
     conn.execute(_ONE_NAMED)
     conn.execute(_NONE_NAMED)
+    last = 0  # each chunk is resolved (given a dst) whole: the next one starts after it, in rowid order
     while True:
         rows = conn.execute(
             "SELECT e.rowid, f.path, e.target FROM edges e JOIN files f ON f.id = e.src "
-            "WHERE e.dst IS NULL LIMIT ?",
-            (_CHUNK,),
+            "WHERE e.dst IS NULL AND e.rowid > ? ORDER BY e.rowid LIMIT ?",
+            (last, _CHUNK),
         ).fetchall()
         if not rows:
             break
+        last = rows[-1][0]
         conn.executemany("UPDATE edges SET dst = ?, others = ? WHERE rowid = ?", _resolve_chunk(conn, rows))
     return int(pending)
 
