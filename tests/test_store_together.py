@@ -86,3 +86,13 @@ def test_history_writes_together_scrubbed_json_and_text(
     assert json.loads(summary) == {"status": "SUCCESS", "nested": {"a": [1, 2]}}
     assert summary.startswith('{\n  "status"')  # indented unless named compact
     assert json.loads((folder / "run.manifest.json").read_text()) == {"status": "SUCCESS"}
+
+
+def test_a_checkpoint_being_written_never_lands_after_the_final_file(tmp_path: Path) -> None:
+    history = History(tmp_path / "run", "run")
+    for i in range(3):  # large: the writer thread is still at it when the final files are written
+        history.write_json_soon("dag.json", {"checkpoint": i, "pad": "x" * 4_000_000})
+    history.write_together([("dag.json", {"final": True})], last=("run.manifest.json", {"status": "SUCCESS"}))
+    history.close()
+    assert json.loads((tmp_path / "run" / "dag.json").read_text()) == {"final": True}
+    assert _leftovers(tmp_path) == []

@@ -46,10 +46,12 @@ def write_together(
     texts: Sequence[tuple[str, str]],
     last: tuple[str, str],
     alongside: Sequence[Callable[[], object]] = (),
+    before_rename: Callable[[], object] | None = None,
 ) -> None:
     """Write ``texts`` and then ``last`` (``(path relative to folder, text)``) as described above.
-    A file whose write failed is left as it was, and ``last`` is then not written; the first error is
-    raised once everything else is done."""
+    ``before_rename`` runs once the files are on disk, before the first is renamed (waiting there for
+    an older write of one of them, its fsync overlapping these). A file whose write failed is left as
+    it was, and ``last`` is then not written; the first error is raised once everything else is done."""
     temps: list[tuple[int, str, Path]] = []
     left: set[str] = set()  # temp files not renamed (yet)
     errors: list[BaseException] = []
@@ -64,6 +66,8 @@ def write_together(
         pool = _disk_pool()
         synced: list[Future[Any]] = [pool.submit(os.fsync, fd) for fd, _, _ in temps]
         every: list[Future[Any]] = synced + [pool.submit(write) for write in alongside]
+        if before_rename is not None:
+            every.append(pool.submit(before_rename))
         wait(every)
         errors += [e for e in (f.exception() for f in every) if e is not None]
         _close(temps)  # before the renames: a file still open cannot be replaced on Windows

@@ -292,13 +292,13 @@ class History:
         with self._queue_lock:  # a checkpoint of one of these still queued is superseded: dropped
             for rel, _ in [*files, last]:
                 self._queued.pop(rel, None)
-        self.flush()  # and one being written must not land after these
 
         def text(rel: str, data: Any) -> str:
             return scrub(data) if isinstance(data, str) else _dumps(data, compact=rel in compact) + "\n"
 
         texts = [(rel, text(rel, data)) for rel, data in files]
-        write_together(self.dir, texts, (last[0], text(*last)), alongside)
+        # One being written must land before these: waited for before the renames, its fsync beside theirs.
+        write_together(self.dir, texts, (last[0], text(*last)), alongside, before_rename=self.flush)
 
     def write_json_soon(self, rel: str, data: Any, *, compact: bool = True) -> None:
         """Write ``data`` (compact unless told) on the history's writer thread, so the run's event loop
