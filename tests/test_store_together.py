@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store._together import write_together
+from engine.store._together import submit, write_together
 from engine.store.history import History
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -31,7 +31,7 @@ def test_every_file_lands_whole_and_the_last_after_the_others(tmp_path: Path) ->
         tmp_path,
         [("dag.json", '{"nodes": []}\n'), ("metrics/summary.json", "{}\n")],
         ("run.manifest.json", '{"status": "SUCCESS"}\n'),
-        [alongside],
+        [submit(alongside)],
     )
     assert seen == {"last there early": False}
     assert (tmp_path / "dag.json").read_text() == '{"nodes": []}\n'
@@ -54,7 +54,7 @@ def test_a_write_that_fails_keeps_the_last_file_out_and_leaves_no_temp_file(tmp_
             tmp_path,
             [("dag.json", "new\n")],
             ("run.manifest.json", '{"status": "SUCCESS"}\n'),
-            [broken],
+            [submit(broken)],
         )
     assert calls  # it ran, beside the fsyncs
     assert (tmp_path / "dag.json").read_text() == "new\n"  # whole and durable: in place

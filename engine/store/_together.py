@@ -1,11 +1,13 @@
 """Several files written at once, each atomic and durable, with one wait for the disk.
 
-Written one after the other (temp file, fsync, rename, as ``engine.fs.atomic_write``), the files a run
-ends with waited for the disk once each: ~7 ms a file on a busy disk, and another round for the file
-that says the others are complete. Here every file's bytes go to its temp file first, all the fsyncs
-(and any ``alongside`` write that makes its own file) run side by side, then the files are renamed into
-place, ``last`` after every other one is there. A reader, or a process killed at any point, sees each
-file whole (old or new), and ``last`` only once every other file is in place and on disk.
+Each written by ``engine.fs.atomic_write`` (temp file, fsync, rename) in threads side by side, a run's
+final files were encoded in those threads at once (fighting over the GIL), and the manifest that says
+they are complete, written after them, waited for the disk a second time (~7 ms a fsync on a busy
+disk). Here the files are encoded by the caller, every file's bytes go to its temp file, all the fsyncs
+(and any ``alongside`` write that makes its own file, started with ``submit``) run side by side, then
+the files are renamed into place, ``last`` after every other one is there. A reader, or a process
+killed at any point, sees each file whole (old or new), and ``last`` only once every other file is in
+place and on disk.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_together"]
+__all__ = ["submit", "write_together"]
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 _pool_lock = threading.Lock()
@@ -35,6 +37,11 @@ def _disk_pool() -> ThreadPoolExecutor:
         return _pool[1]
 
 
+def submit(write: Callable[[], object]) -> Future[Any]:
+    """Start a write that makes its own file on the threads that wait for the disk (``alongside``)."""
+    return _disk_pool().submit(write)
+
+
 def _write_fd(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -45,7 +52,7 @@ def write_together(
     folder: Path,
     texts: Sequence[tuple[str, str]],
     last: tuple[str, str],
-    alongside: Sequence[Callable[[], object]] = (),
+    alongside: Sequence[Future[Any]] = (),
     before_rename: Callable[[], object] | None = None,
 ) -> None:
     """Write ``texts`` and then ``last`` (``(path relative to folder, text)``) as described above.
@@ -65,7 +72,7 @@ def write_together(
             _write_fd(fd, text.encode("utf-8"))
         pool = _disk_pool()
         synced: list[Future[Any]] = [pool.submit(os.fsync, fd) for fd, _, _ in temps]
-        every: list[Future[Any]] = synced + [pool.submit(write) for write in alongside]
+        every: list[Future[Any]] = synced + list(alongside)
         if before_rename is not None:
             every.append(pool.submit(before_rename))
         wait(every)

@@ -19,14 +19,14 @@ import socket
 import threading
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 from ..config import HISTORY_FOLDER, shad_home
 from ..errors import ShadError
 from ..fs import atomic_write
-from ._together import write_together
+from ._together import submit, write_together
 
 __all__ = [
     "HISTORY_FOLDER",
@@ -293,12 +293,19 @@ class History:
             for rel, _ in [*files, last]:
                 self._queued.pop(rel, None)
 
+        started = [submit(write) for write in alongside]  # they encode and wait while these are encoded
+
         def text(rel: str, data: Any) -> str:
             return scrub(data) if isinstance(data, str) else _dumps(data, compact=rel in compact) + "\n"
 
-        texts = [(rel, text(rel, data)) for rel, data in files]
+        try:
+            texts = [(rel, text(rel, data)) for rel, data in files]
+            final = (last[0], text(*last))
+        except BaseException:
+            wait(started)  # nothing is left writing behind the error
+            raise
         # One being written must land before these: waited for before the renames, its fsync beside theirs.
-        write_together(self.dir, texts, (last[0], text(*last)), alongside, before_rename=self.flush)
+        write_together(self.dir, texts, final, started, before_rename=self.flush)
 
     def write_json_soon(self, rel: str, data: Any, *, compact: bool = True) -> None:
         """Write ``data`` (compact unless told) on the history's writer thread, so the run's event loop
