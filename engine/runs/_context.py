@@ -21,7 +21,7 @@ from ..events import LIVE_ONLY, Event, NodePruned, RunStarted, to_record
 from ..llm import Provider, Recorder, default_provider_name
 from ..llm import get as get_provider
 from ..store import Store, open_store
-from ..store.history import History, find_run, new_run_id
+from ..store.history import History, find_run, new_run_id, to_disk_thread
 from ..vault import VaultSet, is_local
 from ._run import Run, RunStatus
 from ._skills_step import SkillRouting
@@ -145,9 +145,9 @@ class RunContext:
         await self.provider.aclose()
         # Side by side: each may wait for the disk (the last checkpoints, SQLite's WAL folded back in).
         results = await asyncio.gather(
-            asyncio.to_thread(self.vaults.close),  # a backend's server process ends with the run
-            asyncio.to_thread(self.run.history.close),  # the last dag.json checkpoint is on disk
-            asyncio.to_thread(self.store.close) if self.owns_store else asyncio.sleep(0),
+            to_disk_thread(self.vaults.close),  # a backend's server process ends with the run
+            to_disk_thread(self.run.history.close),  # the last dag.json checkpoint is on disk
+            to_disk_thread(self.store.close) if self.owns_store else asyncio.sleep(0),
             return_exceptions=True,  # each one closes whatever another raised
         )
         for result in results:
@@ -176,8 +176,8 @@ async def open_context(
     # The store and the vaults side by side, and the vaults before the run folder: a backend that cannot
     # be reached must fail before one exists.
     got_store, got_vaults = await asyncio.gather(
-        asyncio.to_thread(open_store, url) if store is None else asyncio.sleep(0, store),
-        asyncio.to_thread(VaultSet, list(config.vaults), include_history=config.include_history),
+        to_disk_thread(open_store, url) if store is None else asyncio.sleep(0, store),
+        to_disk_thread(VaultSet, list(config.vaults), include_history=config.include_history),
         return_exceptions=True,
     )
     if isinstance(got_store, BaseException) or isinstance(got_vaults, BaseException):
@@ -194,7 +194,7 @@ async def open_context(
         raise
     # The run's first step, the vaults' refresh, starts now: it reads the vaults while the run folder,
     # the manifest and the ledger are made (each waits for the disk). ``Orchestrator.execute`` awaits it.
-    refreshing = asyncio.ensure_future(asyncio.to_thread(vaults.refresh))
+    refreshing = asyncio.ensure_future(to_disk_thread(vaults.refresh))
     try:
         return await _open(
             config, chosen, store, vaults, owns_store, refreshing, ledger, on_event, decider, run_id,
@@ -260,8 +260,8 @@ async def _open(
     ctx.refreshing = refreshing
     # Side by side: the manifest (which makes the run findable and resumable by id) and the ledger.
     done = await asyncio.gather(
-        asyncio.to_thread(history.write_json, "run.manifest.json", run.manifest()),
-        asyncio.to_thread(_open_ledger, ctx),
+        to_disk_thread(history.write_json, "run.manifest.json", run.manifest()),
+        to_disk_thread(_open_ledger, ctx),
         return_exceptions=True,  # both finish before either's error is raised
     )
     for result in done:

@@ -12,17 +12,21 @@ place and on disk.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
+import functools
 import os
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["submit", "write_together"]
+__all__ = ["submit", "to_disk_thread", "write_together"]
 
+T = TypeVar("T")
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 _pool_lock = threading.Lock()
 
@@ -40,6 +44,15 @@ def _disk_pool() -> ThreadPoolExecutor:
 def submit(write: Callable[[], object]) -> Future[Any]:
     """Start a write that makes its own file on the threads that wait for the disk (``alongside``)."""
     return _disk_pool().submit(write)
+
+
+async def to_disk_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``asyncio.to_thread`` on these threads, which outlive an event loop: a run's start waits on
+    several things at once, and a new loop's default executor (a run in its own ``asyncio.run``: the
+    CLI, ``shad.run`` in a notebook, a batch row) started a thread for each, waiting for every start."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await loop.run_in_executor(_disk_pool(), call)
 
 
 def _write_fd(fd: int, data: bytes) -> None:

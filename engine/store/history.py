@@ -26,7 +26,7 @@ from typing import Any
 from ..config import HISTORY_FOLDER, shad_home
 from ..errors import ShadError
 from ..fs import atomic_write
-from ._together import submit, write_together
+from ._together import submit, to_disk_thread, write_together
 
 __all__ = [
     "HISTORY_FOLDER",
@@ -40,6 +40,7 @@ __all__ = [
     "run_status",
     "scrub",
     "this_process",
+    "to_disk_thread",
 ]
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
