@@ -3,13 +3,15 @@ secrets scrubbed, and nothing half-written or left behind when a write fails."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import threading
 from pathlib import Path
 
 import pytest
 
-from engine.store._together import submit, write_together
+from engine.store._together import submit, to_disk_thread, write_together
 from engine.store.history import History
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -96,3 +98,19 @@ def test_a_checkpoint_being_written_never_lands_after_the_final_file(tmp_path: P
     history.close()
     assert json.loads((tmp_path / "run" / "dag.json").read_text()) == {"final": True}
     assert _leftovers(tmp_path) == []
+
+
+def test_disk_threads_outlive_an_event_loop_and_carry_the_context() -> None:
+    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="unset")
+
+    async def one() -> tuple[str, str, int]:
+        where.set("the caller's")
+        name, seen = await to_disk_thread(lambda: (threading.current_thread().name, where.get()))
+        with pytest.raises(ValueError, match="bad"):
+            await to_disk_thread(int, "bad")
+        return name, seen, threading.get_ident()
+
+    first, second = asyncio.run(one()), asyncio.run(one())  # two loops, as two runs of the CLI
+    assert first[0].startswith("shad-disk") and first[1] == "the caller's"
+    assert second[0].startswith("shad-disk")
+    assert first[0] in {t.name for t in threading.enumerate()}  # still there for the next loop
