@@ -3,10 +3,10 @@ kernel; and each CSV cell coerced to the type of the parameter's default. Separa
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
+from .. import pyast
 from ..errors import UsageError
 
 __all__ = ["coerce_parameter", "declared_parameters", "load_notebook", "notebook_kernel"]
@@ -55,7 +55,7 @@ def declared_parameters(path: Path) -> dict[str, str]:
         kind = param["inferred_type_name"]
         if kind in ("None", ""):  # no annotation: judge by the default value
             try:
-                kind = type(ast.literal_eval(param["default"])).__name__
+                kind = type(pyast.literal_eval(param["default"])).__name__
             except (ValueError, SyntaxError):
                 kind = "str"
         declared[name] = kind
@@ -77,7 +77,7 @@ def coerce_parameter(name: str, value: str, kind: str | None, where: str) -> Any
         if kind == "float":
             return float(value)
         if kind in ("list", "dict", "tuple"):
-            parsed = ast.literal_eval(value)
+            parsed = pyast.literal_eval(value)
             if type(parsed).__name__ != kind:
                 raise ValueError(value)
             return parsed

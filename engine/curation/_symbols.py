@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from .. import pyast
+
 __all__ = ["ModuleSymbols", "Symbol", "extract", "module_name", "symbol_language"]
 
 # Code languages (``_select.CODE_LANGUAGES`` values) that have no symbols to index: config and markup.
@@ -126,7 +128,7 @@ def _first_line(doc: str | None) -> str:
 
 def _python(text: str, path: str) -> ModuleSymbols | str:
     try:
-        tree = ast.parse(text, filename=path)
+        tree = pyast.parse(text, filename=path)
     except SyntaxError as exc:
         return f"Python syntax error at line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from .. import pyast
 from ._manifest import ManifestFile
 
 __all__ = ["ANY", "PyImport", "PyModule", "absolute_targets", "is_python", "module_names", "parse_module"]
@@ -89,7 +90,7 @@ def absolute_targets(path: str, names: Sequence[str], imp: PyImport) -> list[str
 def parse_module(f: ManifestFile) -> PyModule | None:
     """The bindings and imports of one file, or None when it does not parse (syntax is another check)."""
     try:
-        tree = ast.parse(f.content, filename=f.path)
+        tree = pyast.parse(f.content, filename=f.path)
     except (SyntaxError, ValueError):
         return None
     mod = PyModule(f.path)

@@ -4,7 +4,6 @@ tool here can read is named in the reason, never counted as passed."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import sys
@@ -13,6 +12,7 @@ from collections.abc import Callable
 
 import yaml
 
+from .. import pyast
 from ..output import Finding, ManifestFile
 from ._isolate import Job
 from ._report import CheckResult
@@ -94,7 +94,7 @@ def _parser_for(f: ManifestFile) -> Callable[[ManifestFile], list[Finding]] | No
 
 def _python(f: ManifestFile) -> list[Finding]:
     try:
-        ast.parse(f.content, filename=f.path)
+        pyast.parse(f.content, filename=f.path)
     except SyntaxError as exc:
         where = f"column {exc.offset}: " if exc.offset else ""
         return [Finding(f.path, exc.lineno, f"{where}SyntaxError: {exc.msg}", "syntax")]

@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Iterable
 
+from .. import pyast
 from ..output import Finding
 from ._isolate import Job, ToolRun
 from ._report import CheckResult
@@ -100,7 +101,7 @@ def _def_line(source: str | None, test: str) -> int | None:
     if not source or not test:
         return None
     try:
-        scope: list[ast.stmt] = ast.parse(source).body
+        scope: list[ast.stmt] = pyast.parse(source).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     line = None
