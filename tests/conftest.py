@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,14 @@ def demo_vault() -> Path:
     """A pristine copy of the demo vault (``tests/_demo.py``); read it, do not write into it."""
     assert DEMO_VAULT.is_dir(), f"demo vault missing at {DEMO_VAULT}"
     return DEMO_VAULT
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path, demo_vault: Path) -> Path:
+    """A private copy of the demo vault at ``tmp_path / "vault"``: a test may run on it and write into it."""
+    target = tmp_path / "vault"
+    shutil.copytree(demo_vault, target)
+    return target
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,10 +41,8 @@ def shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def vault(tmp_path: Path, demo_vault: Path) -> Path:
-    target = tmp_path / "vault"
-    shutil.copytree(demo_vault, target)
-    return target
+def vault(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import time
 import types
 from collections.abc import Iterator
@@ -92,11 +91,8 @@ def shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def vault(tmp_path: Path, demo_vault: Path) -> Path:
-    """A private copy of the demo vault (``demo_vault`` is a pristine copy of example_notebooks/vault)."""
-    target = tmp_path / "vault"
-    shutil.copytree(demo_vault, target)
-    return target
+def vault(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 class Counting:

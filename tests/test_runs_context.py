@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,8 @@ def shad_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def vault(tmp_path: Path, demo_vault: Path) -> Path:
-    target = tmp_path / "vault"
-    shutil.copytree(demo_vault, target)
-    return target
+def vault(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def _runs(vault: Path) -> list[Path]:
