@@ -45,9 +45,8 @@ for query in QUERIES:
     used.append(query)
     for rank, hit in enumerate(obsidian.search(query, limit=CANDIDATES)):
         key = (hit["vault"], hit["path"], hit.get("heading"))
-        if key not in pool:
-            pool[key] = [hit, rank, len(pool)]
-        pool[key][1] = min(pool[key][1], rank)
+        best = pool[key][1] if key in pool else rank
+        pool[key] = [pool[key][0] if key in pool else hit, min(best, rank)]
 
 
 STARTS = {{w: re.compile(r"(?<![^\\W_])" + re.escape(w)) for w in WORDS}}  # a word, or the start of one
@@ -64,11 +63,10 @@ total = sum(weight.values()) or 1.0
 
 
 def fit(key):
-    hit, rank, order = pool[key]
-    return sum(weight[w] for w in held[key]) / total + RANK_SHARE / (1 + rank)
+    return sum(weight[w] for w in held[key]) / total + RANK_SHARE / (1 + pool[key][1])
 
 
-chosen = sorted(pool, key=lambda key: (-fit(key), pool[key][2]))[:LIMIT]
+chosen = sorted(pool, key=lambda key: -fit(key))[:LIMIT]  # stable: ties keep the order found
 hits = [pool[key][0] for key in chosen]
 
 

@@ -180,11 +180,17 @@ def _child_citations(child: Any) -> list[str]:
 def source_of(citation: str) -> str:
     """The note a citation rests on: its path without heading or block, a sync-conflict copy's suffix
     removed, case folded (``[[A/Note (conflict 2024-01-02)#H]]`` -> ``a/note``)."""
+    path, _ = _target(citation)
+    return _COPY.sub("", path).strip().casefold()
+
+
+def _target(citation: str) -> tuple[str, str]:
+    """(note path without ``.md``, heading or block) of a wikilink citation."""
     inner = citation.strip()
     inner = inner[2:-2] if inner.startswith("[[") and inner.endswith("]]") else inner
-    path = inner.split("|", 1)[0].split("#", 1)[0].strip()
-    path = path[:-3] if path.lower().endswith(".md") else path
-    return _COPY.sub("", path).strip().casefold()
+    path, _, heading = inner.split("|", 1)[0].partition("#")
+    path = path.strip()
+    return (path[:-3] if path.lower().endswith(".md") else path), heading.strip()
 
 
 def detect_conflicts(children: list[Any]) -> list[Conflict]:
@@ -233,9 +239,8 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
 
 def _names(asked: set[str], citation: str) -> bool:
     """Whether a task whose word stems are ``asked`` names the note (or the heading) ``citation`` cites."""
-    inner = citation.strip().removeprefix("[[").removesuffix("]]").split("|", 1)[0]
-    path, _, heading = inner.partition("#")
-    for name in (path.rsplit("/", 1)[-1].removesuffix(".md"), heading):
+    path, heading = _target(citation)
+    for name in (path.rsplit("/", 1)[-1], heading):
         words = [stem(w) for w in _WORD.findall(name.lower()) if w not in STOP_WORDS]
         if words and all(w in asked for w in words):
             return True
