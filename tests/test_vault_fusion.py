@@ -284,3 +284,25 @@ def test_graph_neighbours_of_many_seeds(tmp_path: Path) -> None:
     found = graph_neighbours(v.index, seeds)
     for i in range(1, 129):
         assert set(found[ids[f"N{i}.md"]]) == {ids[f"N{i - 1}.md"], ids[f"N{i + 1}.md"]}, i
+
+
+def test_graph_neighbours_leave_out_a_hubs_links_out(tmp_path: Path) -> None:
+    """A note linking to more than MAX_LINKS notes gives none of them (its backlinks still count)."""
+    notes = {f"Many/M{i}.md": "Plain.\n" for i in range(MAX_LINKS + 1)}
+    notes["Hub.md"] = "".join(f"[[M{i}]]\n" for i in range(MAX_LINKS + 1))
+    notes["A.md"] = "Up to [[Hub]].\n"
+    v = make_vault(tmp_path, notes)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    assert graph_neighbours(v.index, [ids["Hub.md"]])[ids["Hub.md"]] == [ids["A.md"]]
+
+
+def test_graph_neighbours_count_notes_not_links(tmp_path: Path) -> None:
+    """More links than MAX_LINKS, but to and from few notes (one linked many times, both ways): not a
+    hub, so every note counts, the one linked once after them too."""
+    many = "[[A]]\n" * (MAX_LINKS + 5)
+    notes = {"B.md": "Plain.\n", "C.md": "Plain.\n", "D.md": many, "E.md": "Once: [[A]]\n"}
+    notes["A.md"] = "[[C]]\n" * (MAX_LINKS + 5) + "[[B]]\n"
+    v = make_vault(tmp_path, notes)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    found = graph_neighbours(v.index, [ids["A.md"]])[ids["A.md"]]
+    assert found == sorted(ids[n] for n in ("B.md", "C.md", "D.md", "E.md"))
