@@ -9,7 +9,8 @@ Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the d
 
 - ``cites_a_gold_note`` (lookup and paraphrase: any gold path among the resolved citations) and
   ``cites_every_gold_note`` (multihop: all of them), as ``hits/questions`` and a rate;
-- ``answer_in_report``: the question's ``answer_contains`` phrase appears in the report (case-folded);
+- ``answer_in_report``: the question's ``answer_contains`` phrase appears in the report (case-folded;
+  ``answer_not_in_report`` lists the questions whose report lacks it);
 - ``honest_on_absent``: absent questions that end with a non-empty ``uncovered`` list and no status of
   SUCCESS (the vault cannot answer them, and the run must say so);
 - ``tokens_per_run`` (median) and ``runs_by_status``.
@@ -60,6 +61,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
     answered = asked = honest = absent = 0
     tokens: list[int] = []
     misses: list[str] = []
+    unanswered: list[str] = []
     started = time.perf_counter()
     for q in questions:
         result = run(q["question"], str(vault), provider="offline", history_dir=history)
@@ -81,7 +83,10 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
             asked += 1
             report_path = summary.get("report_path")
             report = Path(report_path).read_text(encoding="utf-8") if report_path else ""
-            answered += q["answer_contains"].casefold() in report.casefold()
+            holds = q["answer_contains"].casefold() in report.casefold()
+            answered += holds
+            if not holds:
+                unanswered.append(q["id"])
     single = [k for k in kinds if k != "multihop"]
     return {
         "questions": len(questions),
@@ -95,6 +100,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
         "tokens_per_run": statistics.median(tokens) if tokens else 0,
         "runs_by_status": dict(statuses),
         "missed": misses,
+        "answer_not_in_report": unanswered,
         "seconds": round(time.perf_counter() - started, 1),
     }
 

@@ -211,6 +211,36 @@ def test_passages_are_quotable_units() -> None:
     ]
 
 
+def test_a_question_the_text_asks_itself_is_quoted_with_its_answer() -> None:
+    text = (
+        "## TL;DR\n*Should* one store health data in it? No, as of this date. Is it possible? Yes, with "
+        "safeguards. A plain sentence.\n- Is a list item a question? It stays one unit."
+    )
+    assert passages(text) == [
+        "*Should* one store health data in it? No, as of this date.",
+        "Is it possible? Yes, with safeguards.",
+        "A plain sentence.",
+        "Is a list item a question? It stays one unit.",
+    ]
+    # The answer alone names nothing the query asks for; with its question it is quoted and ranks first.
+    ranked = rank_passages("Should health data be stored in it?", [("Primer", text)])
+    assert ranked[0].text.endswith("No, as of this date.")
+
+
+def test_a_byline_answers_who_wrote_a_book() -> None:
+    note = (
+        "A book about the risks of AI that is grown rather than crafted.\nBy [[Eliezer Yudkowsky]] and "
+        "Nate Soares\n# Notes\n- Superhuman AI would be built to want things"
+    )
+    items = [("Machine Learning/If Anyone Builds It Everyone Dies", note)]
+    ranked = rank_passages("Who co-wrote the book arguing that building a superhuman AI is deadly?", items)
+    assert ranked[0].text == "By Eliezer Yudkowsky and Nate Soares"
+    assert ranked[0].coverage > 0.15  # enough to be quoted (the question's "co-wrote" is what it answers)
+    # Without a "who made it?" question, a byline is only a line that shares no word with the query.
+    other = rank_passages("What is the book arguing about superhuman AI?", items)
+    assert all(not p.text.startswith("By ") for p in other[:1])
+
+
 # --- decompose ------------------------------------------------------------------------------------------
 
 

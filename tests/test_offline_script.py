@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engine.llm._offline_script import LIMIT, retrieval_script
 
 
 class _Searches:
     """What the script sees as ``obsidian``: searches answer with fixed hits, best first."""
 
-    def __init__(self, hits: list[dict[str, Any]]) -> None:
+    def __init__(self, hits: list[dict[str, Any]], bodies: dict[str, str] | None = None) -> None:
         self.hits = hits
         self.queries: list[str] = []
+        self.bodies = bodies or {}
+        self.read: list[str] = []
 
     def vaults(self) -> list[str]:
         return ["v"]
@@ -21,13 +25,19 @@ class _Searches:
         self.queries.append(query)
         return self.hits[:limit]
 
+    def read_note(self, path: str, vault: str | None = None) -> dict[str, Any]:
+        self.read.append(path)
+        return {"body": self.bodies[path], "headings": []}
 
-def _hit(path: str, passage: str) -> dict[str, Any]:
-    return {"vault": "v", "path": path, "heading": None, "passage": passage}
+
+def _hit(path: str, passage: str, heading: str | None = None) -> dict[str, Any]:
+    return {"vault": "v", "path": path, "heading": heading, "passage": passage}
 
 
-def _run(task: str, hits: list[dict[str, Any]]) -> tuple[dict[str, Any], _Searches]:
-    api = _Searches(hits)
+def _run(
+    task: str, hits: list[dict[str, Any]], bodies: dict[str, str] | None = None
+) -> tuple[dict[str, Any], _Searches]:
+    api = _Searches(hits, bodies)
     scope: dict[str, Any] = {"obsidian": api}
     exec(compile(retrieval_script(task), "<offline script>", "exec"), scope)
     return scope["__result__"], api
@@ -54,3 +64,42 @@ def test_words_count_only_where_a_word_starts() -> None:
     decoy = _hit("Decoy.md", "Bullets and options.")
     result, _ = _run(task, [*plain, decoy])
     assert [c["path"] for c in result["context"]] == [h["path"] for h in plain]
+
+
+def test_the_note_a_definition_question_names_opens_the_context() -> None:
+    # The searches matched a list further down the note; what the note *is* comes first in it.
+    body = "# Sherlocking\n\nSherlocking refers to an app copying a plugin's feature.\n\n## Plugins\n- Paste"
+    named = _hit("Concepts/Sherlocking.md", "## Plugins sherlocked\n- Paste", heading="Plugins sherlocked")
+    others = [_hit(f"Roundup {i}.md", f"Roundup {i}: sherlocked another plugin.") for i in range(LIMIT)]
+    result, api = _run("What is Sherlocking?", [*others, named], {"Concepts/Sherlocking.md": body})
+    first = result["context"][0]
+    assert (first["path"], first["heading"], first["citation"]) == (
+        "Concepts/Sherlocking.md",
+        None,
+        "[[Concepts/Sherlocking]]",
+    )
+    assert first["text"].startswith("# Sherlocking\n\nSherlocking refers to")
+    assert api.read == ["Concepts/Sherlocking.md"] and len(result["context"]) == LIMIT
+
+
+def test_a_note_whose_title_the_task_spells_out_opens_the_context() -> None:
+    body = "# Using GitHub actions to create releases\n1. Update the manifest.\n2. Run `git tag 1.0.0`."
+    path = "Guides/Using GitHub actions to create releases for plugins.md"
+    later = _hit(path, "The original post covers other ways to automate this.", heading="Other ways")
+    result, _ = _run("How do I use GitHub actions to create releases for my plugin?", [later], {path: body})
+    assert [(c["path"], c["heading"]) for c in result["context"]] == [(path, None), (path, "Other ways")]
+    assert "git tag" in result["context"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "How do I create releases?",  # a title only partly in the task: not about it
+        "What is Sherlocking?",  # the note's opening is already the hit
+    ],
+)
+def test_no_opening_is_added_when_the_title_does_not_name_the_task(task: str) -> None:
+    path = "Guides/Using GitHub actions to create releases for plugins.md"
+    hits = [_hit(path, "Steps to create releases."), _hit("Concepts/Sherlocking.md", "Sherlocking refers to")]
+    result, api = _run(task, hits, {})
+    assert api.read == [] and [c["heading"] for c in result["context"]] == [None, None]

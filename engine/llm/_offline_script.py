@@ -2,7 +2,8 @@
 
 The script runs in the Code Mode sandbox, where ``obsidian`` is the vault API. It searches for the
 task, then for its key words, then for each hint; hands back each hit's passage (the text that
-matched; for a search that gives none, the section under the hit's heading) with a full-path wikilink;
+matched; for a search that gives none, the section under the hit's heading) with a full-path wikilink,
+and the opening of a note whose title names the task ("What is Sherlocking?" and a note "Sherlocking");
 and sets ``__result__`` to ``{context, citations, queries, signals, confidence, why}``. Confidence is
 the share of the task's key words that occur in the context (the engine scores retrieval itself anyway).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..text import parse_query
+from ._offline_text import DEFINED
 
 __all__ = ["retrieval_script"]
 
@@ -26,6 +28,8 @@ _TEMPLATE = """\
 # Task: {task_comment}
 QUERIES = {queries}
 WORDS = {words}
+SUBJECT = {subject}
+TASK = {task_lower}
 LIMIT = {limit}
 CANDIDATES = {candidates}
 RANK_SHARE = {rank_share}
@@ -68,6 +72,26 @@ def fit(key):
 
 chosen = sorted(pool, key=lambda key: -fit(key))[:LIMIT]  # stable: ties keep the order found
 hits = [pool[key][0] for key in chosen]
+
+
+# A note whose title names the task ("what is X?" and a note X; a longer title whose every word the task
+# holds) is about it: its opening goes first, whichever of its sections the searches matched.
+def title_of(path):
+    return path.rsplit("/", 1)[-1][:-3].lower()
+
+
+def names_task(path):
+    title = title_of(path)
+    if title == SUBJECT:
+        return True
+    words = [w for w in re.findall(r"[^\\W_]+", title) if len(w) > 2]
+    found = [w for w in words if re.search(r"(?<![^\\W_])" + re.escape(w[:max(3, len(w) - 2)]), TASK)]
+    return len(words) >= 2 and len(found) >= max(2, 0.8 * len(words))
+
+
+named = [key for key in pool if key[1].endswith(".md") and names_task(key[1])][:1]
+if named and not any(k[1] == named[0][1] and (k[2] or "").lower() in ("", title_of(k[1])) for k in chosen):
+    hits.insert(0, {{"vault": named[0][0], "path": named[0][1], "heading": None, "passage": ""}})
 
 
 def section(note, heading):
@@ -138,6 +162,7 @@ def _hints(hints: Any) -> list[str]:
 def retrieval_script(task: str, hints: Any = None) -> str:
     """The template filled for ``task`` (and optional ``hints``: more queries to try)."""
     task = " ".join(task.split())[:500]
+    defined = DEFINED.match(task)
     words = [w for w in parse_query(task).words() if len(w) > 1][:12]
     queries = [task] if task else []
     if len(words) > 1:
@@ -148,6 +173,8 @@ def retrieval_script(task: str, hints: Any = None) -> str:
         task_comment=task.replace("\n", " ")[:200] or "(none)",
         queries=repr(queries),
         words=repr(words),
+        task_lower=repr(task.lower()),
+        subject=repr(defined.group(1).lower() if defined else ""),
         limit=LIMIT,
         candidates=CANDIDATES,
         rank_share=RANK_SHARE,

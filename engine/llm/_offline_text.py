@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ..text import parse_query, stem, stems_of
 
 __all__ = [
+    "DEFINED",
     "Passage",
     "answer_weight",
     "display_text",
@@ -38,14 +39,26 @@ LABEL_SHARE = 0.6
 NUMBER_BONUS = 0.1
 RANK_BONUS = 0.05
 TOPIC_BONUS = 0.15
+BYLINE_BONUS = 0.1
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|often|far|big|large|high|fast|old)|what (?:percentage|number|port|size|"
     r"speed|temperature|ratio|value|year|version)|which (?:port|number|value|year|version)|number of)\b",
     re.I,
 )
+# "Who wrote / made / developed X?" is answered by a byline ("By Eliezer Yudkowsky and Nate Soares").
+_WHO_MADE = re.compile(
+    r"\bwho\b.{0,40}?\b(?:(?:co-?)?(?:wrote|writes|written|authored)|created|made|developed|designed|built|"
+    r"directed|founded|invented|maintains|publishe[sd])\b",
+    re.I,
+)
+_BYLINE = re.compile(
+    r"^\W*by\s+[A-Z\[]|\b(?:(?:co-?)?written|authored|created|made|developed|designed|built|directed|"
+    r"founded|invented|maintained|published)\s+by\b|^\W*(?:authors?|developed by|creators?|maintainers?)\b",
+    re.I,
+)
 _DIGIT = re.compile(r"(?<![^\W_])\d")  # a number, not the digit in "CO2" or "x86"
 DEFINITION_BONUS = 0.1
-_DEFINE = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*\??\s*$", re.I)
+DEFINED = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*\??\s*$", re.I)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
 _LIST = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
@@ -176,7 +189,7 @@ def _units(text: str) -> list[tuple[str, str, bool]]:
         if line.startswith("|") or _LIST.match(line):
             units = [_LIST.sub("", line).strip()]
         else:
-            units = split_sentences(line)
+            units = _with_answers(split_sentences(line))
         for unit in units:
             unit = unit.strip()
             if len(_WORD.findall(unit)) >= MIN_WORDS:
@@ -185,6 +198,20 @@ def _units(text: str) -> list[tuple[str, str, bool]]:
         if units and out and out[-1] == units[-1].strip() and not line.startswith("|"):
             prose_at = len(out) - 1
     return [(unit, under[k], k in links_only) for k, unit in enumerate(out)]
+
+
+def _with_answers(sentences: list[str]) -> list[str]:
+    """A question the text asks itself is quoted with the sentence after it, its answer ("*Should* one
+    use Obsidian for PHI? No, as of this document's date."): alone, the answer names nothing the query
+    asks for, and the question says nothing."""
+    out: list[str] = []
+    for sentence in sentences:
+        asked = out and _CODE_SPAN.sub(" ", out[-1]).rstrip(' *_"”’)').endswith("?")
+        if asked and len(out[-1]) + len(sentence) < MAX_PASSAGE_CHARS:
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
 
 
 def _attach_code(out: list[str], at: int | None, code: list[str]) -> None:
@@ -225,6 +252,7 @@ def rank_passages(
     "7.4 Gbps" under "Dual-Link" is about what its heading says), plus ``TOPIC_BONUS`` x the share found
     in its label at all (the note is about the subject), plus ``NUMBER_BONUS`` when the query
     asks for a quantity (how many / how much / which port ...) and the passage holds a number, plus
+    ``BYLINE_BONUS`` when it asks who made something and the passage is a byline ("By X and Y"), plus
     ``DEFINITION_BONUS`` when the query asks "what is X?" and the passage says "X is ..." or "this is X",
     plus ``answer_weight`` (a passage that states a syntax, a number or a step goes before one that only
     mentions the topic or points elsewhere), plus up to ``RANK_BONUS`` for items the retrieval ranked
@@ -248,12 +276,16 @@ def rank_passages(
     total = sum(weights[t] * idf[t] for t in weights)
     labels = [_stems(label) for label, _ in items]
     wants_number = bool(_QUANTITY.search(query))
+    maker = _WHO_MADE.search(query)
+    # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
+    maker_terms = [t for t in terms(maker.group(0)) if t in weights] if maker else []
     defines = _definition_pattern(query)
     ranked: list[Passage] = []
     for i, j, text, stems, local, links in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
-        own = [t for t in weights if t in stems]
+        byline = bool(maker) and bool(_BYLINE.search(text))
+        own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         inherited = [t for t in weights if (t in labels[i] or t in local) and t not in stems]
         if q_terms and not any(t in q_terms for t in own + inherited):
             continue  # only goal words, or nothing: not about this subtask
@@ -265,6 +297,8 @@ def rank_passages(
         score += TOPIC_BONUS * sum(weights[t] * idf[t] for t in weights if t in labels[i]) / total
         if wants_number and _DIGIT.search(text):
             score += NUMBER_BONUS
+        if byline:
+            score += BYLINE_BONUS
         if defines is not None and defines.search(" ".join(_WORD.findall(text.lower()))):
             score += DEFINITION_BONUS
         score += answer_weight(text)
@@ -288,7 +322,7 @@ def answer_weight(text: str) -> float:
 
 def _definition_pattern(query: str) -> re.Pattern[str] | None:
     """For "what is X?": a pattern for passages that define X ("X is ...", "this is X")."""
-    m = _DEFINE.match(query)
+    m = DEFINED.match(query)
     if not m:
         return None
     subject = " ".join(_WORD.findall(m.group(1).lower()))
