@@ -684,3 +684,50 @@ def test_a_searching_index_keeps_a_larger_page_cache(demo: Vault) -> None:
 
     demo.search("espresso grind")
     assert demo.index.query("PRAGMA cache_size")[0][0] == -_search.SEARCH_CACHE_KIB
+
+
+def test_a_word_no_note_holds_costs_no_ranking_statement(
+    demo: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An AND with a word no row holds, or an OR of such words, finds nothing: the counts already say so,
+    and no ranking statement is issued for it."""
+    issued: list[str] = []
+    query = demo.index.query
+
+    def counting(sql: str, params: tuple[object, ...] | list[object] = ()) -> list[tuple[object, ...]]:
+        issued.append(sql)
+        return query(sql, params)
+
+    monkeypatch.setattr(demo.index, "query", counting)
+    assert demo.search("zyxwvut qzqzqzq") == []
+    assert not [sql for sql in issued if "bm25(" in sql]
+    issued.clear()
+    assert top(demo, "espresso qzqzqzq", 10)  # the word some note holds still ranks
+    assert [sql for sql in issued if "bm25(" in sql]
+
+
+def test_a_hit_that_vanishes_while_ranked_is_replaced_with_its_passage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The passages of the first ``limit`` hits are read with their notes' fields; a note gone by then
+    (another process updated the index) is dropped, and the note that takes its place shows its own
+    passage too."""
+    from engine.vault import _search
+
+    notes: dict[str, str | bytes] = {
+        f"W{i}.md": f"# W{i}\n\n" + "wombat " * (9 - i) + FILLER for i in range(6)
+    }
+    v = Vault(write_vault(tmp_path, notes))
+    v.refresh()
+    assert top(v, "wombat", 4) == ["W0.md", "W1.md", "W2.md", "W3.md"]
+    graph = _search.graph_neighbours
+
+    def vanish_first(index: object, seeds: list[int]) -> dict[int, list[int]]:
+        v.index.conn.execute("DELETE FROM files WHERE id = ?", (seeds[0],))
+        return graph(v.index, seeds)
+
+    monkeypatch.setattr(_search, "graph_neighbours", vanish_first)
+    hits = v.search("wombat", limit=3)
+    assert paths(hits) == ["W1.md", "W2.md", "W3.md"]
+    for hit in hits:
+        assert "wombat" in hit.snippet and "wombat" in hit.passage, hit.path

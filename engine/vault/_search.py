@@ -76,9 +76,10 @@ _NAMES = (
     "WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
 )
 _NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
-_META = (
-    "SELECT f.id, f.path, f.title, f.type, f.tags, f.mtime_ns, f.passages FROM files f "
-    "WHERE f.id IN ({ids}) AND {where}"
+_META_AND_PASSAGES = (
+    "SELECT 0, f.id, f.path, f.title, f.type, f.tags, f.mtime_ns, f.passages FROM files f "
+    "WHERE f.id IN ({ids}) AND {where} UNION ALL "
+    "SELECT 1, rowid, heading, body, headings, NULL, NULL, NULL FROM fts WHERE rowid IN ({rowids})"
 )
 _NO_FILTER = "f.is_note = 1"
 
@@ -135,25 +136,32 @@ def search_index(
     clauses = parsed.clauses()
     strict = parsed.strict()
     _count_clauses(index, clauses)
-    if len(clauses) <= SHORT_QUERY and _affordable(index, strict, "fts", clauses):
+    # A statement that can find nothing (a word of an AND that no row holds; an OR, or pairs, of words
+    # fewer than it needs hold) is not issued: its doclists cost up to 0.4 ms to read for nothing.
+    found = {t: [c for c in clauses if _count(index, c, t)] for t in SELECTIVE}
+    every = {t: len(found[t]) == len(clauses) for t in SELECTIVE}
+    if len(clauses) <= SHORT_QUERY and every["fts"] and _affordable(index, strict, "fts", clauses):
         _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates)
     if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
         chosen = _selective(index, clauses, "fts")
-        if len(chosen) > 2:
+        live = [c for c in chosen if c in found["fts"]]
+        if len(chosen) > 2 and len(live) > 1:
             _fetch_passages(index, _pairs(chosen, parsed), rank_where, rank_params, n_passages, candidates)
-        elif chosen:
+        elif len(chosen) <= 2 and live:
             _fetch_passages(index, parsed.relaxed(chosen), rank_where, rank_params, n_passages, candidates)
     names = _selective(index, clauses, "names")
+    n_names = max(limit * 3, 30)
     if names:
-        _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, max(limit * 3, 30), candidates)
-    elif _affordable(index, strict, "names", clauses):
-        _fetch_names(index, strict, rank_where, rank_params, max(limit * 3, 30), candidates)
+        if any(c in found["names"] for c in names):
+            _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, candidates)
+    elif every["names"] and _affordable(index, strict, "names", clauses):
+        _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
     keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query))
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
     extra = [_phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
-    docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra)
-    if not candidates and not docs and not keys:
+    docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra, found["docs"])
+    if not candidates and not docs and not keys and every["fts"]:
         # Every word is very common (and so is their combination): ranked while that stays bearable, else
         # an unranked sample, better than nothing.
         rank_all = _affordable(index, strict, "fts", times=_AFFORDABLE_LAST)
@@ -179,12 +187,17 @@ def search_index(
         ranked = _drop_excluded(index, parsed, ranked[: limit * 3 + 10])
     ranked = ranked[: limit + 5]  # room for notes that vanished since they were ranked
     top = {c.fid: c for c in ranked}
-    _fill_meta(index, top, where, params)  # also drops notes that vanished meanwhile
+    # The notes' fields and the passages the first ``limit`` of them show, in one statement; a note that
+    # vanished (or is refused) is dropped, and the passages of the notes that take its place read after.
+    passages = _meta_and_passages(index, top, ranked[:limit], where, params)
+    read = {r for c in ranked[:limit] for r in _rowids(c)}
     shown = [c for c in ranked if c.fid in top][:limit]
     long_notes = [c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk < 0 and c.passages > _FIRST_PASSAGES]
     if long_notes:
         _best_passages(index, _selective(index, clauses, "fts") or clauses, parsed, long_notes)
-    passages = _passages(index, shown)
+    missing = [r for c in shown for r in _rowids(c) if r not in read]
+    if missing:
+        passages.update(_read_passages(index, missing))
     return [_to_hit(vault_id, c, parsed, passages) for c in shown]
 
 
@@ -200,13 +213,16 @@ def _rank_docs(
     where: str,
     params: list[Any],
     extra: list[str],
+    found: list[str],
 ) -> list[int]:
     """Notes ranked by whole-note BM25 over the query's selective words (any of them) and the ``extra``
-    phrases (expansions)."""
+    phrases (expansions); ``found``: the clauses that some note holds."""
     chosen = _within_budget(index, _selective(index, clauses, "docs"), DOCS_BUDGET) + extra
     if chosen:
-        return rank_docs(index, parsed.relaxed(chosen), where, params, _N_DOCS)
-    if _affordable(index, strict, "docs", clauses):
+        if extra or any(c in found for c in chosen):
+            return rank_docs(index, parsed.relaxed(chosen), where, params, _N_DOCS)
+        return []
+    if len(found) == len(clauses) and _affordable(index, strict, "docs", clauses):
         return rank_docs(index, strict, where, params, _N_DOCS)
     return []
 
@@ -279,6 +295,11 @@ def _cap(index: VaultIndex, table: str) -> int:
     floor, share = SELECTIVE[table]
     total = index.passage_count() if table == "fts" else index.note_count()
     return max(floor, int(share * total))
+
+
+def _count(index: VaultIndex, clause: str, table: str) -> int:
+    """The rows of ``table`` that ``clause`` matches, capped as ``_selective`` counts them (cached)."""
+    return index.capped_count(clause, _cap(index, table) + 1, table)
 
 
 def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
@@ -366,37 +387,43 @@ def _fetch_names(
             existing.score += score
 
 
-def _fill_meta(
+def _meta_and_passages(
     index: VaultIndex,
     candidates: dict[int, _Candidate],
-    where: str = _NO_FILTER,
-    params: list[Any] | None = None,
-) -> None:
+    first: list[_Candidate],
+    where: str,
+    params: list[Any],
+) -> dict[int, tuple[str | None, str, str]]:
+    """Fill in the fields of ``candidates`` (dropping those gone or refused by ``where``), and return
+    rowid -> (heading, body, heading trail) of the passages the ``first`` of them show (``_rowids``)."""
     ids = ",".join(str(fid) for fid in candidates)
-    for fid, path, title, ntype, tags, mtime_ns, passages in index.query(
-        _META.format(ids=ids, where=where), params or []
+    rowids = ",".join(str(r) for c in first for r in _rowids(c)) or "NULL"
+    passages: dict[int, tuple[str | None, str, str]] = {}
+    for kind, key, path, title, ntype, tags, mtime_ns, n_passages in index.query(
+        _META_AND_PASSAGES.format(ids=ids, where=where, rowids=rowids), params
     ):
-        c = candidates[fid]
-        c.path, c.title, c.type, c.mtime_ns, c.passages = path, title, ntype, mtime_ns or 0, passages or 0
+        if kind:  # a passage: (heading, body, headings)
+            passages[key] = (path, title, ntype or "")
+            continue
+        c = candidates[key]
+        c.path, c.title, c.type, c.mtime_ns, c.passages = path, title, ntype, mtime_ns or 0, n_passages or 0
         c.tags = json.loads(tags or "[]")
     for fid in [fid for fid, c in candidates.items() if not c.path]:
         del candidates[fid]
+    return passages
 
 
-def _passages(index: VaultIndex, shown: list[_Candidate]) -> dict[int, tuple[str | None, str, str]]:
-    """rowid -> (heading, body) of the passages the hits show, in one query: each hit's best passage
-    with its note's first one and its neighbours (for ``passage_window``), or for a note matched on its name
-    only, its first few (the best of them is shown)."""
-    rowids: list[int] = []
-    for c in shown:
-        lo = c.fid << CHUNK_BITS
-        rowids += (
-            [lo, *range(max(lo, c.chunk - 1), c.chunk + 1 + FOLLOWING)]
-            if c.chunk >= 0
-            else range(lo, lo + _FIRST_PASSAGES)
-        )
-    if not rowids:
-        return {}
+def _rowids(c: _Candidate) -> list[int]:
+    """The passages a hit may show: its best passage with its note's first one and its neighbours (for
+    ``passage_window``), or for a note matched on its name only, its first few (the best of them is
+    shown)."""
+    lo = c.fid << CHUNK_BITS
+    if c.chunk >= 0:
+        return [lo, *range(max(lo, c.chunk - 1), c.chunk + 1 + FOLLOWING)]
+    return list(range(lo, lo + _FIRST_PASSAGES))
+
+
+def _read_passages(index: VaultIndex, rowids: list[int]) -> dict[int, tuple[str | None, str, str]]:
     marks = ",".join("?" * len(rowids))
     rows = index.query(f"SELECT rowid, heading, body, headings FROM fts WHERE rowid IN ({marks})", rowids)
     return {rowid: (heading, body, trail or "") for rowid, heading, body, trail in rows}
