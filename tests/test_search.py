@@ -712,7 +712,7 @@ def test_a_hit_that_vanishes_while_ranked_is_replaced_with_its_passage(
     """The passages of the first ``limit`` hits are read with their notes' fields; a note gone by then
     (another process updated the index) is dropped, and the note that takes its place shows its own
     passage too."""
-    from engine.vault import _search
+    from engine.vault import _fusion
 
     notes: dict[str, str | bytes] = {
         f"W{i}.md": f"# W{i}\n\n" + "wombat " * (9 - i) + FILLER for i in range(6)
@@ -720,13 +720,13 @@ def test_a_hit_that_vanishes_while_ranked_is_replaced_with_its_passage(
     v = Vault(write_vault(tmp_path, notes))
     v.refresh()
     assert top(v, "wombat", 4) == ["W0.md", "W1.md", "W2.md", "W3.md"]
-    graph = _search.graph_neighbours
+    graph = _fusion.graph_neighbours
 
     def vanish_first(index: object, seeds: list[int]) -> dict[int, list[int]]:
         v.index.conn.execute("DELETE FROM files WHERE id = ?", (seeds[0],))
         return graph(v.index, seeds)
 
-    monkeypatch.setattr(_search, "graph_neighbours", vanish_first)
+    monkeypatch.setattr(_fusion, "graph_neighbours", vanish_first)
     hits = v.search("wombat", limit=3)
     assert paths(hits) == ["W1.md", "W2.md", "W3.md"]
     for hit in hits:

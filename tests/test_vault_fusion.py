@@ -20,6 +20,7 @@ from engine.vault._fusion import (
     MAX_LINKS,
     FusionInput,
     fuse,
+    fuse_linked,
     graph_neighbours,
     key_matches,
 )
@@ -306,3 +307,18 @@ def test_graph_neighbours_count_notes_not_links(tmp_path: Path) -> None:
     ids = dict(v.index.query("SELECT path, id FROM files"))
     found = graph_neighbours(v.index, [ids["A.md"]])[ids["A.md"]]
     assert found == sorted(ids[n] for n in ("B.md", "C.md", "D.md", "E.md"))
+
+
+def test_fuse_linked_follows_the_links_of_the_strongest_notes(tmp_path: Path) -> None:
+    """The lists fused once give what fusing for the seeds and again with their links gives: the seeds are
+    the strongest notes with the exact-name bonus, the lift goes by their rank without it."""
+    notes = {f"N{i}.md": f"[[N{i + 1}]] [[N{i + 7}]]\n" for i in range(12)}
+    v = make_vault(tmp_path, notes)
+    ids = sorted(r[0] for r in v.index.query("SELECT id FROM files"))
+    inp = FusionInput(passages=ids[:8], docs=ids[4:10][::-1], keys=ids[9:], exact={ids[11]})
+    first = fuse(inp)
+    seeds = sorted(first, key=lambda f: -first[f])[:3]
+    assert ids[11] in seeds
+    expected = fuse(inp, graph_neighbours(v.index, seeds))
+    assert expected != fuse(inp)
+    assert fuse_linked(v.index, inp) == expected

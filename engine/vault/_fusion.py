@@ -17,6 +17,7 @@ stay first: they get a bonus above anything fusion can add.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ __all__ = [
     "FusionInput",
     "expansions",
     "fuse",
+    "fuse_linked",
     "graph_neighbours",
     "key_matches",
     "linked_notes",
@@ -194,19 +196,39 @@ def fuse(inp: FusionInput, graph: dict[int, list[int]] | None = None) -> dict[in
     """Weighted reciprocal-rank fusion of the lists; then ``graph`` (seed -> its linked notes) lifts the
     ranked notes linked with the seeds, by the seed's rank: summed over seeds, so a note linked with several
     of the strongest hits rises most."""
+    return _finish(inp, _rrf(inp), graph)
+
+
+def fuse_linked(index: VaultIndex, inp: FusionInput) -> dict[int, float]:
+    """``fuse`` with the graph around the GRAPH_SEEDS strongest notes of the fusion without it (the lists
+    fused once, not once for the seeds and again for the scores)."""
+    base = _rrf(inp)
+    first = dict(base)
+    for fid in inp.exact:
+        first[fid] = first.get(fid, 0.0) + EXACT_BONUS
+    seeds = heapq.nlargest(GRAPH_SEEDS, first, key=first.__getitem__)  # ties: the first found, as sorted()
+    return _finish(inp, base, graph_neighbours(index, seeds))
+
+
+def _rrf(inp: FusionInput) -> dict[int, float]:
     scores: dict[int, float] = {}
     lists = (("passages", inp.passages), ("docs", inp.docs), ("keys", inp.keys))
     for name, ranked in lists:
         weight = LIST_WEIGHTS[name]
         for rank, fid in enumerate(ranked, 1):
             scores[fid] = scores.get(fid, 0.0) + weight / (RRF_K + rank)
+    return scores
+
+
+def _finish(inp: FusionInput, base: dict[int, float], graph: dict[int, list[int]] | None) -> dict[int, float]:
+    """The fused ``base`` scores lifted by ``graph`` and the exact-name bonus."""
+    scores = dict(base)
     if graph:
-        before = dict(scores)
-        position = {fid: i for i, fid in enumerate(sorted(before, key=lambda f: -before[f]), 1)}
+        position = {fid: i for i, fid in enumerate(sorted(base, key=lambda f: -base[f]), 1)}
         for seed, neighbours in graph.items():
             lift = LIST_WEIGHTS["graph"] / (RRF_K + position.get(seed, len(position)))
             for fid in neighbours:
-                if fid in before:
+                if fid in base:
                     scores[fid] += lift
     for fid in inp.exact:
         scores[fid] = scores.get(fid, 0.0) + EXACT_BONUS

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..text import ParsedQuery, parse_query
 from ._filters import SearchFilters, allowed
-from ._fusion import GRAPH_SEEDS, FusionInput, expansions, fuse, graph_neighbours, key_matches, rank_docs
+from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
 from ._snippets import (
@@ -174,10 +174,7 @@ def search_index(
     ok = allowed(index, {*by_passage, *docs, *keys}, filters, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
     inputs = FusionInput(by_passage, docs, keys, exact & ok)
-    first = fuse(inputs)
-    seeds = sorted(first, key=lambda f: -first[f])[:GRAPH_SEEDS]
-    graph = graph_neighbours(index, seeds)
-    scores = fuse(inputs, graph)
+    scores = fuse_linked(index, inputs)
     for fid, value in scores.items():
         if fid not in candidates:
             candidates[fid] = _Candidate(fid, -1, 0.0)
