@@ -147,6 +147,11 @@ def test_a_real_vault_reads_the_same(name: str) -> None:
         "tags: [a,, b]\n",
         "tags: [a #b]\n",
         "list:\n  - [a, b]\n  - c, d\n",
+        # Empty list items, as a template's ``tags:`` is left: None; a tab after the dash is YAML's error.
+        "tags:\n- \npublish: true\n",
+        "tags:\n  -   \n  - a\n",
+        "tags:\n- \t\n",
+        "tags:\n- x\n- \n",
     ],
 )
 def test_tricky_blocks_read_the_same_or_go_to_yaml(block: str) -> None:
@@ -181,6 +186,10 @@ def test_simple_frontmatter_never_reaches_yaml(monkeypatch: pytest.MonkeyPatch) 
             {"aliases": ["Postel's Principle", "TLA+", ".NET"]},
         ),
         ("about: Obsidian app’s look\n", {"about": "Obsidian app’s look"}),
+        (
+            "aliases:\n- Xixia\ntags:\n- \npublish: true\n",
+            {"aliases": ["Xixia"], "tags": [None], "publish": True},
+        ),
     ],
 )
 def test_common_values_are_read_by_hand(block: str, expected: dict[str, object]) -> None:

@@ -229,3 +229,54 @@ def test_an_update_after_a_killed_first_build_merges_again(tmp_path: Path) -> No
     again.refresh()
     assert all(value == 4 for _t, value in _automerge(again))
     assert {name for name, _sql in SECONDARY_INDEXES} <= _indexes(again)
+
+
+def test_a_first_build_marks_no_link_tails_and_a_failed_one_resolves_its_links_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No link is resolved before a first build ends, so no tail needs marking as it goes; links written
+    by a build that failed midway are still pending, and the next update resolves every one of them."""
+    small_windows(monkeypatch)
+    root = make_vault(tmp_path / "v", 40, 2)
+    dirty: list[int] = []
+    commit = index_mod.VaultIndex._commit_batch
+    calls = 0
+
+    def watch(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 4:
+            raise RuntimeError("disk full")
+        done = commit(self, batch, stats)  # type: ignore[arg-type]
+        dirty.append(self.conn.execute("SELECT count(*) FROM dirty").fetchone()[0])
+        return done
+
+    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", watch)
+    v = Vault(root, index_path=tmp_path / "i.sqlite")
+    with pytest.raises(RuntimeError):
+        v.refresh()
+    assert dirty == [0, 0, 0]
+    pending = v.index.query("SELECT count(*) FROM edges WHERE dst IS NULL")[0][0]
+    assert pending == v.index.query("SELECT count(*) FROM edges")[0][0] == 15
+    monkeypatch.undo()
+    again = Vault(root, index_path=tmp_path / "i.sqlite")
+    assert again.refresh().added == 25
+    fresh = Vault(root, index_path=tmp_path / "fresh.sqlite")
+    fresh.refresh()
+    sql = "SELECT s.path, e.target, d.path FROM edges e JOIN files s ON s.id = e.src "
+    sql += "LEFT JOIN files d ON d.id = e.dst ORDER BY 1, 2"
+    assert again.index.query(sql) == fresh.index.query(sql)
+    assert all(row[2] is not None for row in again.index.query(sql))  # every link found its note
+    # An update after the first build marks the tails a new note answers to, as before.
+    (root / "f1" / "Note 0001.md").unlink()
+    marked: list[int] = []
+    resolve = index_mod.resolve_pending
+
+    def spy(conn: sqlite3.Connection) -> int:
+        marked.append(conn.execute("SELECT count(*) FROM dirty").fetchone()[0])
+        return resolve(conn)
+
+    monkeypatch.setattr(index_mod, "resolve_pending", spy)
+    again.refresh()
+    assert marked and marked[0] > 0
+    assert again.read_note("f0/Note 0000.md").links[0].resolved is None

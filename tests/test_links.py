@@ -16,7 +16,7 @@ import pytest
 from _demo import DEMO
 
 from engine import Vault
-from engine.vault import _index
+from engine.vault import _index, _links
 from engine.vault._graph import LinkGraph
 from engine.vault._parse import parse_note
 from engine.vault._scan import scan_vault
@@ -235,6 +235,45 @@ def test_names_resolved_in_sql_and_the_rest_resolve_as_obsidian_does(make_vault:
         }
     )
     assert_same_as_reference(Vault(root))
+
+
+@pytest.mark.parametrize("name", ["demo", "obsidian-help", "zettelkasten-dy"])
+def test_many_pending_links_resolve_in_bulk_as_one_by_one(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build with many pending links looks the names one file has up in a table listed once
+    (``_resolve_one_named_in_bulk``): the same links, targets and candidates as link by link."""
+    root = DEMO if name == "demo" else REAL_VAULTS / name
+    if not root.is_dir():
+        pytest.skip(f"{root} is not here (../shared/vaults)")
+    bulk: list[int] = []
+    real = _links._resolve_one_named_in_bulk
+
+    def spy(conn: Any) -> None:
+        bulk.append(1)
+        real(conn)
+
+    monkeypatch.setattr(_links, "_resolve_one_named_in_bulk", spy)
+    sql = "SELECT src, dst, target, others FROM edges ORDER BY rowid"
+    monkeypatch.setattr(_links, "_MANY_PENDING", 10**9)
+    one_by_one = Vault(root, index_path=tmp_path / "a.sqlite")
+    one_by_one.refresh()
+    assert not bulk
+    monkeypatch.setattr(_links, "_MANY_PENDING", 1)
+    in_bulk = Vault(root, index_path=tmp_path / "b.sqlite")
+    in_bulk.refresh()
+    assert bulk
+    assert in_bulk.index.query(sql) == one_by_one.index.query(sql)
+    assert in_bulk.index.query("SELECT count(*) FROM edges WHERE dst > 0")[0][0] > 0
+    # the temporary table is gone: a second bulk resolution on the same connection works
+    (root_copy := tmp_path / "copy").mkdir()
+    (root_copy / "A.md").write_text("[[B]] [[Nowhere]]\n")
+    (root_copy / "B.md").write_text("b\n")
+    v = Vault(root_copy, index_path=tmp_path / "c.sqlite")
+    v.refresh()
+    (root_copy / "C.md").write_text("[[B]]\n")
+    v.refresh()
+    assert v.backlinks("B.md") == ["A.md", "C.md"]
 
 
 def test_reading_notes_and_links_never_imports_networkx(make_vault: MakeVault) -> None:

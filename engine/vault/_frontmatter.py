@@ -101,8 +101,9 @@ def split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[st
 # The frontmatter most notes have: ``key: value`` lines and ``key:`` followed by ``- value`` items, where
 # each value is a one-line plain scalar that YAML reads as text, a ``true``/``false``, a decimal integer or
 # a date (``2024-01-02``), a double-quoted string without escapes (``"[[Link]]"``), a flow list of plain
-# words (``[a, b]``), ``[]``, or nothing. Read by hand, it gives what YAML gives (tests/test_frontmatter.py
-# checks that on every real vault), at a fraction of the cost: YAML was about half of a note's parse time.
+# words (``[a, b]``), ``[]``, or nothing (``- `` alone, an empty list item as templates leave under
+# ``tags:``, is None). Read by hand, it gives what YAML gives (tests/test_frontmatter.py checks that on
+# every real vault), at a fraction of the cost: YAML was about half of a note's parse time.
 # What a plain scalar means is decided by YAML's own resolvers (``_tag``); anything else goes to YAML.
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 # Printable in YAML's sense, no escapes, no line breaks (YAML folds those): the text between the quotes.
@@ -134,7 +135,7 @@ def _simple(block: str) -> dict[str, Any] | None:
             if key is None:
                 return None
             pad, _, item = line.partition("- ")
-            value = _scalar(item)
+            value = None if not item.strip(" ") else _scalar(item)  # "- " alone: an empty item
             if (indent is not None and pad != indent) or pad.strip() or value is _NOT_SIMPLE:
                 return None
             indent = pad

@@ -73,6 +73,9 @@ class VaultIndex(IndexDatabase):
     def __init__(self, root: str, db_path: Path | None = None) -> None:
         self._state: dict[str, tuple[int, int, int, str]] | None = None  # path -> (id, size, mtime, hash)
         self._state_generation: str | None = None
+        # During a first build (under the update lock, into an index with no files) no link is resolved
+        # until the end: nothing written meanwhile can make a resolved link need resolving again.
+        self._links_all_pending = False
         super().__init__(root, db_path, SCHEMA_VERSION)
 
     def content_hashes(self, paths: list[str]) -> dict[str, str]:
@@ -258,6 +261,7 @@ class VaultIndex(IndexDatabase):
             done = 0
             if parallel:
                 self._transaction(self._drop_indexes, bump=False)
+            self._links_all_pending = True
             try:
                 for item in _parse_all(itertools.chain(first, walk), parallel):
                     batch.append(item)
@@ -273,6 +277,8 @@ class VaultIndex(IndexDatabase):
                 if parallel:  # reading stays fast
                     self._transaction(self._create_indexes, bump=False)
                 raise
+            finally:
+                self._links_all_pending = False
             if parallel:  # the link table's indexes once its links are resolved (a killed build's are
                 # created when the index is next opened)
                 self._transaction(lambda: self._create_indexes(links=False), bump=False)
@@ -406,6 +412,7 @@ class VaultIndex(IndexDatabase):
         index_new_files(
             self.conn,
             [(fid, item.entry.path, item.aliases, item.links) for fid, item in enumerate(items, top + 1)],
+            mark_tails=not self._links_all_pending,
         )
         self.conn.executemany(_INSERT_NAMES, names)
         self.conn.executemany(_INSERT_DOCS, docs)

@@ -117,20 +117,29 @@ def index_file(
         mark(conn, [tail_key(a) for a in changed])
 
 
-def index_new_files(conn: sqlite3.Connection, files: list[tuple[int, str, list[str], list[LinkRow]]]) -> None:
+def index_new_files(
+    conn: sqlite3.Connection,
+    files: list[tuple[int, str, list[str], list[LinkRow]]],
+    *,
+    mark_tails: bool = True,
+) -> None:
     """``index_file(..., new=True)`` for each of ``files`` (file id, path, aliases, links), a statement
-    per table for all of them: the same rows, in the same order."""
+    per table for all of them: the same rows, in the same order. ``mark_tails=False``: no link in the
+    index is resolved yet (a first build), so none can need resolving again and no tail is marked dirty
+    (every pending link is resolved at the end anyway; 66k rows of a 100 MB vault's build saved)."""
     lookup: list[tuple[str, int, int]] = []
     edges: list[tuple[Any, ...]] = []
     tails: list[str] = []
     for fid, path, aliases, links in files:
         lookup += _lookup_rows(fid, path, aliases)
         edges += [(fid, *link) for link in links]
-        tails.append(tail_key(path))
-        tails += [tail_key(a) for a in aliases]
+        if mark_tails:
+            tails.append(tail_key(path))
+            tails += [tail_key(a) for a in aliases]
     conn.executemany("INSERT INTO lookup VALUES(?, ?, ?)", lookup)
     conn.executemany(_INSERT_EDGES, edges)
-    mark(conn, tails)
+    if mark_tails:
+        mark(conn, tails)
 
 
 _INSERT_EDGES = (
@@ -243,7 +252,10 @@ def resolve_pending(conn: sqlite3.Connection) -> int:
     pending = conn.execute("SELECT count(*) FROM edges WHERE dst IS NULL").fetchone()[0]
     if not pending:
         return 0
-    conn.execute(_ONE_NAMED)
+    if pending >= _MANY_PENDING:
+        _resolve_one_named_in_bulk(conn)
+    else:
+        conn.execute(_ONE_NAMED)
     conn.execute(_NONE_NAMED)
     last = 0  # each chunk is resolved (given a dst) whole: the next one starts after it, in rowid order
     while True:
@@ -274,6 +286,30 @@ _ONE_NAMED = f"""UPDATE edges SET dst = (SELECT l.file_id {_NAMED}), others = NU
 WHERE {_BARE} AND (SELECT count(*) {_NAMED}) = 1"""
 _NONE_NAMED = f"""UPDATE edges SET dst = 0, others = NULL WHERE {_BARE} AND NOT EXISTS
 (SELECT 1 FROM lookup l WHERE l.key = lower(edges.target) AND l.kind IN ({NAME}, {ALIAS}))"""
+# Many pending links (a first build: 299k on the 100 MB scale vault): the names that one file has are
+# listed once, in a temporary table, and each link looks its name up there once, instead of counting
+# the name's files and then reading the one file again for every link (2.4 -> 1.5 s there). Not for a
+# few links: listing every name of the vault costs more than they do.
+_MANY_PENDING = 20_000
+_ONE_NAMED_TABLE = "temp.shad_one_named"
+
+
+def _resolve_one_named_in_bulk(conn: sqlite3.Connection) -> None:
+    """What ``_ONE_NAMED`` does, for many links at once (see ``_MANY_PENDING``)."""
+    conn.execute(f"DROP TABLE IF EXISTS {_ONE_NAMED_TABLE}")
+    conn.execute(f"CREATE TABLE {_ONE_NAMED_TABLE}(key TEXT PRIMARY KEY, fid INTEGER NOT NULL) WITHOUT ROWID")
+    try:
+        conn.execute(
+            f"INSERT INTO {_ONE_NAMED_TABLE} SELECT key, min(file_id) FROM lookup WHERE kind = {NAME} "
+            "GROUP BY key HAVING count(*) = 1"
+        )
+        conn.execute(
+            f"UPDATE edges SET dst = (SELECT o.fid FROM {_ONE_NAMED_TABLE} o "
+            f"WHERE o.key = lower(edges.target)), others = NULL "
+            f"WHERE {_BARE} AND lower(target) IN (SELECT key FROM {_ONE_NAMED_TABLE})"
+        )
+    finally:
+        conn.execute(f"DROP TABLE {_ONE_NAMED_TABLE}")
 
 
 def _resolve_chunk(
