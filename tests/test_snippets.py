@@ -65,3 +65,15 @@ def test_passage_window_joins_the_passages_its_citation_covers() -> None:
     }
     assert passage_window(passages, 2, 0) == "Four wires: clock, select,\nMOSI and MISO.\nClock polarity."
     assert passage_window(passages, 0, 0) == "Lead of the note.\nFour wires: clock, select,\nMOSI and MISO."
+
+
+def test_words_match_at_word_starts_only_in_any_case() -> None:
+    """A query word matches where a word of the text starts with it, whatever the case (a Unicode case
+    pair too: the Kelvin sign is a capital k), never inside another word."""
+    words = ["kelvin", "ohm", "éclair"]
+    assert densest_window("nokelvin, rhoohm and unéclair", words) == (0.0, None)
+    body = "The \u212aELVIN scale. OHMS law. Éclairs."
+    score, start = densest_window(body, words)
+    assert (int(score), start) == (3, body.index("\u212a"))
+    score, start = densest_window("x" * 300 + " kelvins", words)
+    assert (int(score), start) == (1, 301)
