@@ -536,3 +536,34 @@ def test_a_question_word_the_best_passages_lack_gets_its_own_passage() -> None:
     lines = _lines(answer)
     assert ("Shimmering Focus", "[[People/alice]]") in lines
     assert len(lines) <= MAX_PASSAGES + 2
+
+
+def test_a_why_question_gets_a_passage_that_gives_the_cause() -> None:
+    """ "How long ..., and why?" asks for a duration and a cause: passages stating durations rank first;
+    the best one under a "Why ..." heading (or saying "because") is quoted too."""
+    context = [
+        {
+            "text": "## How long to rest\n"
+            + "\n".join(f"- Rest beans {d} days after roasting for {way}." for d in (3, 5, 7)),
+            "citation": f"[[Roasting/Resting for {way}#How long]]",
+        }
+        for way in ("espresso shots", "filter pour-over", "cold brew batches")
+    ]
+    context.append(
+        {
+            "text": "## Why beans degas\nRoasting leaves carbon dioxide trapped inside the beans.\n",
+            "citation": "[[Roasting/Resting beans#Why beans degas]]",
+        }
+    )
+    task = "How long should I rest beans after roasting, and why?"
+    lines = _lines(_complete("answer", {"task": task, "context": context}).text)
+    cause = (
+        "Roasting leaves carbon dioxide trapped inside the beans.",
+        "[[Roasting/Resting beans#Why beans degas]]",
+    )
+    assert cause in lines and len(lines) <= MAX_PASSAGES + 3
+    # Asked only how long, the cause is not forced in.
+    lines = _lines(
+        _complete("answer", {"task": "How long should I rest beans after roasting?", "context": context}).text
+    )
+    assert cause not in lines

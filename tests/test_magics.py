@@ -454,7 +454,7 @@ def test_run_history_subcommands(shell: InteractiveShell, tmp_path: Path) -> Non
     assert {p.name for p in out.iterdir()} >= {"final.report.md", "final.summary.json", "dag.json"}
     assert len(exported.data) >= 3
 
-    resumed = ok(shell.run_cell(f"%shad resume {run_id} --budget +400% -o again --no-widget"))
+    resumed = ok(shell.run_cell(f"%shad resume {run_id} --budget +600% -o again --no-widget"))
     assert isinstance(resumed, ShadResult) and shell.user_ns["again"] is resumed
     assert resumed.run_id == run_id and resumed.status.value == "SUCCESS"
     assert Run.load(run_id).status.value == "SUCCESS"

@@ -85,7 +85,7 @@ def names_task(path):
     if title == SUBJECT:
         return True
     words = [w for w in re.findall(r"[^\\W_]+", title) if len(w) > 2]
-    found = [w for w in words if re.search(r"(?<![^\\W_])" + re.escape(w[:max(3, len(w) - 2)]), TASK)]
+    found = [w for w in words if re.search(r"(?<![^\\W_])" + re.escape(w[:max(4, len(w) - 3)]), TASK)]
     return len(words) >= 2 and len(found) >= max(2, 0.8 * len(words))
 
 

@@ -31,15 +31,15 @@ __all__ = [
     "stream_text",
     "table_header",
     "terms",
+    "wanted_answers",
 ]
 
 MIN_WORDS = 2
 MAX_PASSAGE_CHARS = 500
 LABEL_SHARE = 0.6
-NUMBER_BONUS = 0.1
+KIND_BONUS = 0.1
 RANK_BONUS = 0.05
 TOPIC_BONUS = 0.15
-BYLINE_BONUS = 0.1
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|often|far|big|large|high|fast|old)|what (?:percentage|number|port|size|"
     r"speed|temperature|ratio|value|year|version)|which (?:port|number|value|year|version)|number of)\b",
@@ -56,8 +56,14 @@ _BYLINE = re.compile(
     r"founded|invented|maintained|published)\s+by\b|^\W*(?:authors?|developed by|creators?|maintainers?)\b",
     re.I,
 )
+# "Why ...?" is answered by a passage that gives a cause or a purpose.
+_WHY = re.compile(r"\bwhy\b|\bwhat (?:causes|makes)\b|\bfor what reason\b", re.I)
+_REASON = re.compile(
+    r"\b(?:because|causes?|caused by|due to|so that|in order to|leads? to|results? in|which means|"
+    r"that's why|the reason|prevents?)\b",
+    re.I,
+)
 _DIGIT = re.compile(r"(?<![^\W_])\d")  # a number, not the digit in "CO2" or "x86"
-DEFINITION_BONUS = 0.1
 DEFINED = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*\??\s*$", re.I)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
@@ -239,6 +245,26 @@ class Passage:
     score: float
     matched: tuple[str, ...]
     coverage: float = 0.0  # weighted share of the query's terms in the passage or its label
+    gives: tuple[str, ...] = ()  # the kinds of answer the query wants that it holds (``wanted_answers``)
+
+
+def wanted_answers(query: str) -> set[str]:
+    """The kinds of answer ``query`` asks for, beyond its words: a quantity ("number"), a cause
+    ("reason"), who made something ("maker"), what something is ("definition")."""
+    kinds = {"number"} if _QUANTITY.search(query) else set()
+    kinds |= {"reason"} if _WHY.search(query) else set()
+    kinds |= {"maker"} if _WHO_MADE.search(query) else set()
+    return kinds | ({"definition"} if _definition_pattern(query) else set())
+
+
+def _gives(text: str, heading: str, wanted: set[str], defines: re.Pattern[str] | None) -> tuple[str, ...]:
+    checks = {
+        "number": lambda: _DIGIT.search(text),
+        "reason": lambda: _REASON.search(text) or _WHY.search(heading),  # "## Why beans degas"
+        "maker": lambda: _BYLINE.search(text),
+        "definition": lambda: defines and defines.search(" ".join(_WORD.findall(text.lower()))),
+    }
+    return tuple(kind for kind in sorted(wanted) if checks[kind]())
 
 
 def rank_passages(
@@ -250,10 +276,9 @@ def rank_passages(
     Each term weighs ``weight x idf`` (idf over all passages). A passage scores the weighted share of
     the query's terms it contains, plus ``LABEL_SHARE`` x the share found only in its label (a list item
     "7.4 Gbps" under "Dual-Link" is about what its heading says), plus ``TOPIC_BONUS`` x the share found
-    in its label at all (the note is about the subject), plus ``NUMBER_BONUS`` when the query
-    asks for a quantity (how many / how much / which port ...) and the passage holds a number, plus
-    ``BYLINE_BONUS`` when it asks who made something and the passage is a byline ("By X and Y"), plus
-    ``DEFINITION_BONUS`` when the query asks "what is X?" and the passage says "X is ..." or "this is X",
+    in its label at all (the note is about the subject), plus ``KIND_BONUS`` for each kind of answer the
+    query asks for that the passage holds (``wanted_answers``: a number for "how many", a byline for "who
+    wrote", a cause for "why", "X is ..." for "what is X?"),
     plus ``answer_weight`` (a passage that states a syntax, a number or a step goes before one that only
     mentions the topic or points elsewhere), plus up to ``RANK_BONUS`` for items the retrieval ranked
     first. A passage must contain, or sit under a label
@@ -265,7 +290,7 @@ def rank_passages(
     if not weights:
         return []
     units = [
-        (i, j, p, _stems(p), _stems(heading), links)
+        (i, j, p, _stems(p), _stems(heading), links, heading)
         for i, (_, text) in enumerate(items)
         for j, (p, heading, links) in enumerate(_units(text))
     ]
@@ -275,16 +300,17 @@ def rank_passages(
     idf = {t: math.log(1 + n / (1 + sum(1 for u in units if t in u[3]))) + 0.1 for t in weights}
     total = sum(weights[t] * idf[t] for t in weights)
     labels = [_stems(label) for label, _ in items]
-    wants_number = bool(_QUANTITY.search(query))
+    wanted = wanted_answers(query)
     maker = _WHO_MADE.search(query)
     # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
     maker_terms = [t for t in terms(maker.group(0)) if t in weights] if maker else []
     defines = _definition_pattern(query)
     ranked: list[Passage] = []
-    for i, j, text, stems, local, links in units:
+    for i, j, text, stems, local, links, heading in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
-        byline = bool(maker) and bool(_BYLINE.search(text))
+        gives = _gives(text, heading, wanted, defines)
+        byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         inherited = [t for t in weights if (t in labels[i] or t in local) and t not in stems]
         if q_terms and not any(t in q_terms for t in own + inherited):
@@ -295,15 +321,10 @@ def rank_passages(
         coverage = score + sum(weights[t] * idf[t] for t in inherited) / total
         score += LABEL_SHARE * sum(weights[t] * idf[t] for t in inherited) / total
         score += TOPIC_BONUS * sum(weights[t] * idf[t] for t in weights if t in labels[i]) / total
-        if wants_number and _DIGIT.search(text):
-            score += NUMBER_BONUS
-        if byline:
-            score += BYLINE_BONUS
-        if defines is not None and defines.search(" ".join(_WORD.findall(text.lower()))):
-            score += DEFINITION_BONUS
+        score += KIND_BONUS * len(gives)
         score += answer_weight(text)
         score += RANK_BONUS * (1 - i / len(items))
-        ranked.append(Passage(text, i, j, round(score, 6), tuple(own + inherited), round(coverage, 6)))
+        ranked.append(Passage(text, i, j, round(score, 6), tuple(own + inherited), round(coverage, 6), gives))
     ranked.sort(key=lambda p: (-p.score, p.item, p.index))
     return ranked
 

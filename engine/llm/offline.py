@@ -39,6 +39,7 @@ from ..text import section_heading
 from ._base import LLMRequest, LLMResponse, ProviderError
 from ._offline_script import retrieval_script
 from ._offline_text import (
+    Passage,
     clip,
     estimate_tokens,
     norm_key,
@@ -47,6 +48,7 @@ from ._offline_text import (
     stream_text,
     table_header,
     terms,
+    wanted_answers,
 )
 
 __all__ = ["JUDGE_THRESHOLD", "MAX_PASSAGES", "MODEL", "NOTHING_FOUND", "OfflineProvider"]
@@ -263,28 +265,42 @@ def answer(inputs: dict[str, Any]) -> str:
     # holds it: the second step of a two-step question ("... what theme did that developer make?")
     # is rarely in the passages that rank first for the whole question.
     uncovered = set(terms(task or goal))
-    for p in ranked:
-        filling_gaps = count >= MAX_PASSAGES
-        if not (uncovered & set(p.matched) if filling_gaps else p.coverage >= MIN_COVERAGE):
-            continue
+    # And a passage of each kind of answer the question wants (a cause for "why", a number for "how
+    # long") when none of those is one: "How long should I rest beans, and why?" asks for both.
+    unanswered = wanted_answers(task or goal)
+
+    def take(p: Passage) -> bool:
+        nonlocal count
         key = norm_key(p.text)
         if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
-            continue
+            return False
         table = p.text.startswith("|") and table_header(items[p.item]["text"], p.text) is not None
         if p.text.startswith("|") and not table:
-            continue  # a table's header line (or a stray pipe line) says nothing on its own
+            return False  # a table's header line (or a stray pipe line) says nothing on its own
         keys.append(key)
         per_item[p.item] = per_item.get(p.item, 0) + 1
         count += 1
-        uncovered -= set(p.matched)
+        uncovered.difference_update(p.matched)
+        unanswered.difference_update(p.gives)
         if table:
             if p.item not in rows:  # table rows stay a table (with the header), not bullets
                 chosen.append(p.item)
             rows.setdefault(p.item, []).append(p.text)
         else:
             chosen.append(f"- {clip(p.text)} {items[p.item]['citation']}")
-        if count >= MAX_PASSAGES + MAX_GAP_PASSAGES or (count >= MAX_PASSAGES and not uncovered):
+        return True
+
+    for p in ranked:
+        filling_gaps = count >= MAX_PASSAGES
+        if not (uncovered & set(p.matched) if filling_gaps else p.coverage >= MIN_COVERAGE):
+            continue
+        full = count >= MAX_PASSAGES + MAX_GAP_PASSAGES
+        if take(p) and (full or (count >= MAX_PASSAGES and not uncovered)):
             break
+    for kind in sorted(unanswered):
+        for p in ranked if kind in unanswered else []:
+            if kind in p.gives and p.coverage >= MIN_COVERAGE and take(p):
+                break
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
     return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
