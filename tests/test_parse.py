@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tracemalloc
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -15,6 +15,7 @@ from engine.vault._parse import (
     HUGE_BYTES,
     INDEXED_BODY_CHARS,
     MAX_CHUNKS,
+    _stem,
     parse_for_index,
     parse_note,
     split_link_text,
@@ -1046,3 +1047,33 @@ def test_demo_every_note_parses(demo_vault: Path) -> None:
         note = parse_note(rel, path.read_bytes())
         json.dumps(note.to_dict())
         assert not any(d.severity == "error" for d in note.diagnostics), (rel, note.diagnostics)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "a/b.md",
+        "b.md",
+        ".md",
+        "a/.hidden",
+        "a/b.",
+        "a/b..md",
+        "a/b.c.md",
+        "x",
+        "a/b/",
+        "a//b.md",
+        "a/./b.md",
+        "a/b/.",
+        "/abs/x.md",
+        "a/..",
+        "a/...",
+        "a/.x.md",
+        "..md",
+        "",
+        "Ω/Über uns.MD",
+    ],
+)
+def test_a_notes_title_is_its_file_name_stem_as_pathlib_gives_it(path: str) -> None:
+    assert _stem(path) == PurePosixPath(path).stem
+    if path:
+        assert parse_note(path, b"text").title == PurePosixPath(path).stem

@@ -516,10 +516,14 @@ def _props(frontmatter: dict[str, Any]) -> str:
     return "\n".join(lines)[:_PROPS_CHARS]
 
 
+# One encoder for every value: ``json.dumps`` with options builds a new encoder on each call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _dumps(value: object) -> str:
     if not value and isinstance(value, (list, dict)):  # most notes: no aliases, no diagnostics
         return "[]" if isinstance(value, list) else "{}"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def _parse_all(jobs: Iterator[tuple[str, FileEntry, str | None]], parallel: bool) -> Iterator[_Parsed]:

@@ -168,7 +168,7 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
     diagnostics: list[Diagnostic] = []
     size = len(raw)
     digest = hashlib.sha256(raw).hexdigest()
-    title = PurePosixPath(path).stem
+    title = _stem(path)
     text = _decode(raw, diagnostics)
     if "\r" in text:
         text = text.replace("\r\n", "\n")  # CRLF files: headings, fences and block ids end at "\n"
@@ -233,6 +233,16 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
         diagnostics=diagnostics,
     )
     return note, comments
+
+
+def _stem(path: str) -> str:
+    """``PurePosixPath(path).stem``, from the string: a path object costs more than the rest of a short
+    note's name handling. Odd paths (empty, ``//``, a trailing ``/`` or ``.``) are left to pathlib."""
+    name = path.rpartition("/")[2]
+    if not name or name == "." or "//" in path or path.endswith("/"):
+        return PurePosixPath(path).stem
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 # --- decoding and frontmatter ------------------------------------------------------------------------
