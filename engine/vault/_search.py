@@ -393,11 +393,15 @@ def _meta_and_passages(
 ) -> dict[int, tuple[str | None, str, str]]:
     """Fill in the fields of ``candidates`` (dropping those gone or refused by ``where``), and return
     rowid -> (heading, body, heading trail) of the passages the ``first`` of them show (``_rowids``)."""
-    ids = ",".join(str(fid) for fid in candidates)
-    rowids = ",".join(str(r) for c in first for r in _rowids(c)) or "NULL"
+    # Bound, not written into the statement: SQLite then prepares it once for each count of ids.
+    ids = list(candidates)
+    rowids = [r for c in first for r in _rowids(c)]
+    sql = _META_AND_PASSAGES.format(
+        ids=",".join("?" * len(ids)) or "NULL", where=where, rowids=",".join("?" * len(rowids)) or "NULL"
+    )
     passages: dict[int, tuple[str | None, str, str]] = {}
     for kind, key, path, title, ntype, tags, mtime_ns, n_passages in index.query(
-        _META_AND_PASSAGES.format(ids=ids, where=where, rowids=rowids), params
+        sql, [*ids, *params, *rowids]
     ):
         if kind:  # a passage: (heading, body, headings)
             passages[key] = (path, title, ntype or "")
