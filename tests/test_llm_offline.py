@@ -567,3 +567,23 @@ def test_a_why_question_gets_a_passage_that_gives_the_cause() -> None:
         _complete("answer", {"task": "How long should I rest beans after roasting?", "context": context}).text
     )
     assert cause not in lines
+
+
+def test_a_property_line_is_about_what_the_other_properties_say_the_note_is() -> None:
+    """ "coordinates: ..." of a note whose type is "Parks, Shrines" is a shrine park's coordinates: the
+    note's properties describe it as its name does, so the line is quoted for "the shrine park's
+    coordinates" although it holds no other word of the question."""
+    shrine = "categories: Places\ntype: Parks, Shrines\nloc: Kyoto\ncoordinates: 34.9689499, 135.7692576"
+    city = "categories: Places\ntype: Cities\nloc: Japan\ncoordinates: 35.021041, 135.7556075"
+    context = [
+        {"text": city, "citation": "[[References/Kyoto]]"},
+        {"text": shrine, "citation": "[[References/Fushimi Inari]]"},
+    ]
+    task = "What are the coordinates of the shrine park in that city?"
+    lines = _lines(_complete("answer", {"task": task, "context": context}).text)
+    assert ("coordinates: 34.9689499, 135.7692576", "[[References/Fushimi Inari]]") in lines[:2]
+    # A note's text below its properties is not a property: "Note: ..." there names nothing.
+    ranked = rank_passages(
+        task, [("Places/Kyoto", "Intro line.\nNote: shrine park nearby.\ncoordinates: 1, 2")]
+    )
+    assert [p.text for p in ranked][:1] == ["Note: shrine park nearby."]

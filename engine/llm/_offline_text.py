@@ -299,7 +299,9 @@ def rank_passages(
     n = len(units)
     idf = {t: math.log(1 + n / (1 + sum(1 for u in units if t in u[3]))) + 0.1 for t in weights}
     total = sum(weights[t] * idf[t] for t in weights)
-    labels = [_stems(label) for label, _ in items]
+    # A note's properties describe the note, as its name does: "coordinates: 34.96, 135.76" of a note whose
+    # type is "Parks, Shrines" is a shrine park's coordinates.
+    labels = [_stems(label) | _stems(_properties(text)) for label, text in items]
     wanted = wanted_answers(query)
     maker = _WHO_MADE.search(query)
     # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
@@ -327,6 +329,19 @@ def rank_passages(
         ranked.append(Passage(text, i, j, round(score, 6), tuple(own + inherited), round(coverage, 6), gives))
     ranked.sort(key=lambda p: (-p.score, p.item, p.index))
     return ranked
+
+
+_PROPERTY = re.compile(r"[A-Za-z][\w -]{0,40}: \S.*")
+
+
+def _properties(text: str) -> str:
+    """The property lines ("type: Parks, Shrines") a context item's text opens with, joined."""
+    lines = []
+    for line in text.lstrip("\n").split("\n"):
+        if not _PROPERTY.fullmatch(line.strip()):
+            break
+        lines.append(line)
+    return " ".join(lines)
 
 
 def answer_weight(text: str) -> float:
