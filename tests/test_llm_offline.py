@@ -581,7 +581,11 @@ def test_a_property_line_is_about_what_the_other_properties_say_the_note_is() ->
     ]
     task = "What are the coordinates of the shrine park in that city?"
     lines = _lines(_complete("answer", {"task": task, "context": context}).text)
-    assert ("coordinates: 34.9689499, 135.7692576", "[[References/Fushimi Inari]]") in lines[:2]
+    # Quoted with the note's name: two notes' properties are two things, not two answers to compare.
+    assert ("Fushimi Inari — coordinates: 34.9689499, 135.7692576", "[[References/Fushimi Inari]]") in lines[
+        :2
+    ]
+    assert ("Kyoto — coordinates: 35.021041, 135.7556075", "[[References/Kyoto]]") not in lines[:2]
     # A note's text below its properties is not a property: "Note: ..." there names nothing.
     ranked = rank_passages(
         task, [("Places/Kyoto", "Intro line.\nNote: shrine park nearby.\ncoordinates: 1, 2")]

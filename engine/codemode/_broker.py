@@ -228,6 +228,7 @@ class BrokerRun:
             vault=str_arg("vault", vault, 200, required=False),
             vaults=str_list("vaults", vaults),
             exclude=self.broker.exclude,
+            include_templates=False,  # a template is scaffolding, never a source
         )
         return [h.to_dict() for h in hits if self._shown(h.vault, h.path)]
 

@@ -26,6 +26,7 @@ __all__ = [
     "display_text",
     "estimate_tokens",
     "passages",
+    "properties",
     "rank_passages",
     "split_sentences",
     "stream_text",
@@ -299,9 +300,13 @@ def rank_passages(
     n = len(units)
     idf = {t: math.log(1 + n / (1 + sum(1 for u in units if t in u[3]))) + 0.1 for t in weights}
     total = sum(weights[t] * idf[t] for t in weights)
-    # A note's properties describe the note, as its name does: "coordinates: 34.96, 135.76" of a note whose
-    # type is "Parks, Shrines" is a shrine park's coordinates.
-    labels = [_stems(label) | _stems(_properties(text)) for label, text in items]
+    labels = [_stems(label) for label, _ in items]
+    # A property line is about what the note's other properties say it is: "coordinates: 34.96, 135.76" of
+    # a note typed "Parks, Shrines" is a shrine park's. Their values only ("start: 2023-09-12" is no
+    # answer to "get started"), and for property lines only: a body passage is not about the notes its
+    # "references:" list.
+    props = [properties(text) for _, text in items]
+    described = [_stems(" ".join(p.split(":", 1)[1] for p in lines)) for lines in props]
     wanted = wanted_answers(query)
     maker = _WHO_MADE.search(query)
     # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
@@ -314,7 +319,8 @@ def rank_passages(
         gives = _gives(text, heading, wanted, defines)
         byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
-        inherited = [t for t in weights if (t in labels[i] or t in local) and t not in stems]
+        about = labels[i] | described[i] if text in props[i] else labels[i]
+        inherited = [t for t in weights if (t in about or t in local) and t not in stems]
         if q_terms and not any(t in q_terms for t in own + inherited):
             continue  # only goal words, or nothing: not about this subtask
         if not own and not inherited:
@@ -334,14 +340,14 @@ def rank_passages(
 _PROPERTY = re.compile(r"[A-Za-z][\w -]{0,40}: \S.*")
 
 
-def _properties(text: str) -> str:
-    """The property lines ("type: Parks, Shrines") a context item's text opens with, joined."""
+def properties(text: str) -> list[str]:
+    """The property lines ("type: Parks, Shrines") a context item's text opens with."""
     lines = []
     for line in text.lstrip("\n").split("\n"):
         if not _PROPERTY.fullmatch(line.strip()):
             break
-        lines.append(line)
-    return " ".join(lines)
+        lines.append(line.strip())
+    return lines
 
 
 def answer_weight(text: str) -> float:

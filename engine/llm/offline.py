@@ -43,6 +43,7 @@ from ._offline_text import (
     clip,
     estimate_tokens,
     norm_key,
+    properties,
     rank_passages,
     split_sentences,
     stream_text,
@@ -287,7 +288,7 @@ def answer(inputs: dict[str, Any]) -> str:
                 chosen.append(p.item)
             rows.setdefault(p.item, []).append(p.text)
         else:
-            chosen.append(f"- {clip(p.text)} {items[p.item]['citation']}")
+            chosen.append(f"- {_owner(items[p.item], p.text)}{clip(p.text)} {items[p.item]['citation']}")
         return True
 
     for p in ranked:
@@ -304,6 +305,16 @@ def answer(inputs: dict[str, Any]) -> str:
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
     return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
+
+
+def _owner(item: dict[str, str], text: str) -> str:
+    """For one of the property lines a note opens with, the note's name and a dash: "coordinates: 34.96,
+    135.77" says nothing of whose coordinates they are (and two notes' properties are two things, not
+    two answers to one question)."""
+    if text not in properties(item["text"]):
+        return ""
+    name = item["citation"].strip("[]").split("|", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1]
+    return f"{name} — " if name else ""
 
 
 def _table(item: dict[str, str], rows: list[str]) -> str:

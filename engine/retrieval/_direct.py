@@ -331,7 +331,7 @@ class DirectSearchRetriever:
             for path in linked(seed_path, query, limit=LINKED_ITEMS + len(seen)):
                 if (seed_vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
-                found = vault.search(query, limit=1, path=path, exclude=self.exclude)
+                found = vault.search(query, limit=1, path=path, exclude=self.exclude, include_templates=False)
                 if not found:
                     continue
                 best = found[0]
@@ -349,4 +349,4 @@ class DirectSearchRetriever:
         return out
 
     def _search(self, query: str) -> list[Hit]:
-        return self.vaults.search(query, limit=self.limit, exclude=self.exclude)
+        return self.vaults.search(query, limit=self.limit, exclude=self.exclude, include_templates=False)

@@ -26,6 +26,7 @@ from ._model import Diagnostic, Hit, Note
 from ._parse import parse_note
 from ._scan import is_conflict_copy
 from ._search import SearchFilters, search_index
+from ._templates import template_folders
 
 __all__ = ["Vault", "normalize_note_path", "to_epoch"]
 
@@ -177,12 +178,18 @@ class Vault:
         modified_before: Any = None,
         exclude: list[str] | tuple[str, ...] = (),
         include_conflicts: bool = False,
+        include_templates: bool = True,
     ) -> list[Hit]:
         """Ranked full-text search. Filters: folder/path prefix, frontmatter ``type``, tags (all must be
         present), ``where`` (frontmatter field -> value), modification dates. Sync-conflict copies are left
-        out unless ``include_conflicts`` (they duplicate a real note; ``conflict_copies`` lists them)."""
+        out unless ``include_conflicts`` (they duplicate a real note; ``conflict_copies`` lists them);
+        with ``include_templates=False`` (retrieval), so are the vault's template folders
+        (``template_folders``) unless ``path`` is inside one."""
         if limit < 1:
             raise UsageError(f"limit must be at least 1 (got {limit})")
+        if not include_templates:
+            inside = (path or "").strip("/") + "/"
+            exclude = [*exclude, *(f for f in self.template_folders() if not inside.startswith(f + "/"))]
         filters = SearchFilters(
             path=normalize_note_path(path) if path else None,
             type=type,
@@ -194,6 +201,11 @@ class Vault:
             conflicts=include_conflicts,
         )
         return search_index(self._ready(), self.id, query, limit, filters)
+
+    def template_folders(self) -> tuple[str, ...]:
+        """The folders Obsidian's Templates (or Templater) plugin takes templates from, as its settings
+        say; retrieval never cites a template."""
+        return template_folders(self.root)
 
     def linked(self, path: str, query: str | None = None, limit: int = 10) -> list[str]:
         """Notes linked from or to ``path`` (one hop), read from the index without building the graph;
