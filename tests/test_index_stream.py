@@ -13,6 +13,7 @@ import pytest
 import engine.vault._index as index_mod
 from engine import Vault
 from engine.vault._index_db import FTS_TABLES, LINK_INDEXES, SECONDARY_INDEXES
+from engine.vault._links import resolve_pending
 from engine.vault._scan import FileEntry, scan_vault, stream_vault
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -270,7 +271,7 @@ def test_a_first_build_marks_no_link_tails_and_a_failed_one_resolves_its_links_n
     # An update after the first build marks the tails a new note answers to, as before.
     (root / "f1" / "Note 0001.md").unlink()
     marked: list[int] = []
-    resolve = index_mod.resolve_pending
+    resolve = resolve_pending
 
     def spy(conn: sqlite3.Connection) -> int:
         marked.append(conn.execute("SELECT count(*) FROM dirty").fetchone()[0])
