@@ -731,3 +731,33 @@ def test_a_hit_that_vanishes_while_ranked_is_replaced_with_its_passage(
     assert paths(hits) == ["W1.md", "W2.md", "W3.md"]
     for hit in hits:
         assert "wombat" in hit.snippet and "wombat" in hit.passage, hit.path
+
+
+def test_a_query_that_names_a_note_shows_its_opening(tmp_path: Path) -> None:
+    """Searching a note's title or alias shows what the note is (its first lines of prose), not the
+    section where the name is densest; a first passage of properties and badges is passed over."""
+    files = {
+        "Concepts/Sherlocking.md": (
+            "---\naliases: [Sherlocked]\n---\n# Sherlocking\n\nSherlocking refers to an app copying "
+            "a feature a plugin provided.\n\n## Plugins sherlocked\n"
+            "- Sherlocking: sherlocked sherlocked sherlocked\n"
+        ),
+        "Plugins/latex-ocr.md": (
+            "---\nplugin-id: latex-ocr\n---\n![badge](https://img.shields.io/x.svg)\n%% Badges %%\n\n"
+            "# Latex OCR\n\nPlugin ID: `latex-ocr`\nGenerate LaTeX equations from images in your vault.\n\n"
+            "## Settings\nLatex OCR settings: Latex OCR server, Latex OCR model, Latex OCR timeout.\n"
+        ),
+    }
+    root = tmp_path / "vault"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    vault = Vault(root)
+    for query in ("Sherlocking", "sherlocked"):
+        hit = vault.search(query, limit=1)[0]
+        assert (hit.path, hit.heading) == ("Concepts/Sherlocking.md", "Sherlocking")
+        assert hit.passage.startswith("# Sherlocking\n\nSherlocking refers to")
+    hit = vault.search("Latex OCR", limit=1)[0]
+    assert hit.heading == "Latex OCR" and "Generate LaTeX equations" in hit.snippet
+    # Not named by the whole query: the best matching section, as before.
+    assert vault.search("latex ocr timeout", limit=1)[0].heading == "Settings"

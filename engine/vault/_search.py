@@ -41,13 +41,15 @@ _N_DOCS = 40  # whole notes ranked per query
 # the passage that best matches the query.
 _FIRST_PASSAGES = 8
 _SEARCH_PASSAGE_OF = 1
+# A line of prose: five words or more, not a heading, an embed, a comment, markup or a property.
+_PROSE = re.compile(r"^[ \t]*(?![#!%<|>]|[\w -]{1,40}:\s)(?:[^\w\n]*\w+\b){5}", re.M)
 _EXCLUDED_TOKEN = re.compile(r"(?:^|\s)-\S+")
 
 
 @dataclass
 class _Candidate:
     fid: int
-    chunk: int  # rowid of the best passage (-1: matched on its name only)
+    chunk: int  # rowid of the best passage (NAME_ONLY: matched on its name only; OPENING: named by the query)
     score: float  # best passage BM25 + a share of the second + the scaled name BM25
     path: str = ""
     title: str = ""
@@ -55,6 +57,10 @@ class _Candidate:
     tags: list[str] = field(default_factory=list)
     mtime_ns: int = 0
     passages: int = 0
+
+
+NAME_ONLY = -1
+OPENING = -2  # the whole query is the note's title or alias: it shows its opening, what the note is
 
 
 # Ranking queries select no stored column: SQLite reads the columns of every matching row before it sorts,
@@ -177,8 +183,10 @@ def search_index(
     scores = fuse_linked(index, inputs)
     for fid, value in scores.items():
         if fid not in candidates:
-            candidates[fid] = _Candidate(fid, -1, 0.0)
+            candidates[fid] = _Candidate(fid, NAME_ONLY, 0.0)
         candidates[fid].score = value
+    for fid in inputs.exact:
+        candidates[fid].chunk = OPENING
     ranked = sorted((candidates[fid] for fid in scores), key=lambda c: (-c.score, c.fid))
     if parsed.excluded:
         ranked = _drop_excluded(index, parsed, ranked[: limit * 3 + 10])
@@ -189,7 +197,9 @@ def search_index(
     passages = _meta_and_passages(index, top, ranked[:limit], where, params)
     read = {r for c in ranked[:limit] for r in _rowids(c)}
     shown = [c for c in ranked if c.fid in top][:limit]
-    long_notes = [c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk < 0 and c.passages > _FIRST_PASSAGES]
+    long_notes = [
+        c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk == NAME_ONLY and c.passages > _FIRST_PASSAGES
+    ]
     if long_notes:
         _best_passages(index, _selective(index, clauses, "fts") or clauses, parsed, long_notes)
     missing = [r for c in shown for r in _rowids(c) if r not in read]
@@ -435,10 +445,17 @@ def _to_hit(
 ) -> Hit:
     words = parsed.words()
     chunk = c.chunk
-    if chunk < 0:  # matched on its name only: show the best of its first passages
+    if chunk < 0:  # matched on its name: its opening, or the best of its first passages
         lo = c.fid << CHUNK_BITS
         rows = [r for r in range(lo, lo + _FIRST_PASSAGES) if r in passages]
-        chunk = max(rows, key=lambda r: densest_window(passages[r][1], words)[0]) if rows else -1
+        opening = [r for r in rows if _PROSE.search(passages[r][1])][:1] if chunk == OPENING else []
+        chunk = (
+            opening[0]
+            if opening
+            else max(rows, key=lambda r: densest_window(passages[r][1], words)[0])
+            if rows
+            else -1
+        )
     heading, body, _trail = passages.get(chunk, (None, "", ""))
     snippet, _ = make_snippet(body, words)
     passage = passage_window(passages, chunk, c.fid << CHUNK_BITS) if chunk >= 0 else ""
