@@ -1,5 +1,6 @@
 """Ranked search over one vault's index: BM25 over passages and names, grouped by note, with a bonus for
-query words in the note's name. The filters are in ``_filters``, the snippets in ``_snippets``.
+query words in the note's name. The filters are in ``_filters``, the fusion of rankings in ``_fusion``,
+what each hit shows in ``_hits`` (its snippets in ``_snippets``).
 
 What a search costs is mostly the rows its ranking queries score: FTS5's ``bm25()`` looks up each matching
 row's size (~1.5 us a row), and counts every row holding each phrase of the query for its IDF (~0.1 us a
@@ -10,26 +11,26 @@ as possible, and no stored column is read for a row that is only ranked.
 
 from __future__ import annotations
 
-import json
 import re
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..text import ParsedQuery, parse_query
 from ._filters import SearchFilters, allowed
 from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs
+from ._hits import (
+    FIRST_PASSAGES,
+    NAME_ONLY,
+    OPENING,
+    Candidate,
+    list_only,
+    meta_and_passages,
+    read_passages,
+    shown_rowids,
+    to_hit,
+)
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
-from ._snippets import (
-    FOLLOWING,
-    PASSAGE_CHARS,
-    SNIPPET_CHARS,
-    clean,
-    densest_window,
-    make_snippet,
-    passage_window,
-)
 
 __all__ = ["SearchFilters", "search_index"]
 
@@ -37,35 +38,15 @@ _WORDS = re.compile(r"\w+", re.U)
 _RELAX_BELOW = 10  # relax a strict AND query when it finds fewer notes than this (or than the limit)
 _MAX_CANDIDATES = 60
 _N_DOCS = 40  # whole notes ranked per query
-# A note ranked without a passage shows the best of its first few passages; the first hit, if longer,
-# the passage that best matches the query.
-_FIRST_PASSAGES = 8
+# The first hit ranked without a passage, when its note is longer than FIRST_PASSAGES, shows the passage
+# that best matches the query.
 _SEARCH_PASSAGE_OF = 1
-# A line of prose: five words or more, not a heading, an embed, a comment, markup or a property.
-_PROSE = re.compile(r"^[ \t]*(?![#!%<|>]|[\w -]{1,40}:\s)(?:[^\w\n]*\w+\b){5}", re.M)
 _EXCLUDED_TOKEN = re.compile(r"(?:^|\s)-\S+")
-
-
-@dataclass
-class _Candidate:
-    fid: int
-    chunk: int  # rowid of the best passage (NAME_ONLY: matched on its name only; OPENING: named by the query)
-    score: float  # best passage BM25 + a share of the second + the scaled name BM25
-    path: str = ""
-    title: str = ""
-    type: str | None = None
-    tags: list[str] = field(default_factory=list)
-    mtime_ns: int = 0
-    passages: int = 0
-
-
-NAME_ONLY = -1
-OPENING = -2  # the whole query is the note's title or alias: it shows its opening, what the note is
 
 
 # Ranking queries select no stored column: SQLite reads the columns of every matching row before it sorts,
 # and a column after a passage's body is reached through the body's overflow pages (the passages shown
-# are read once, in ``_passages``). That made up most of a ranking query's time on a small vault.
+# are read once, in ``_hits``). That made up most of a ranking query's time on a small vault.
 _PASSAGES = (
     "SELECT fts.rowid, bm25(fts, {w}) AS score FROM fts "
     f"JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
@@ -82,11 +63,6 @@ _NAMES = (
     "WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
 )
 _NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
-_META_AND_PASSAGES = (
-    "SELECT 0, f.id, f.path, f.title, f.type, f.tags, f.mtime_ns, f.passages FROM files f "
-    "WHERE f.id IN ({ids}) AND {where} UNION ALL "
-    "SELECT 1, rowid, heading, body, headings, NULL, NULL, NULL FROM fts WHERE rowid IN ({rowids})"
-)
 _NO_FILTER = "f.is_note = 1"
 
 PASSAGE_WEIGHTS = "2.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
@@ -133,12 +109,12 @@ def search_index(
     if parsed.excluded:
         where, params = _exclude_words(parsed, where, params) if parsed.empty else (where, params)
     if parsed.empty:
-        return _list_only(index, vault_id, limit, where, params)
+        return list_only(index, vault_id, limit, where, params)
     # What ranks is filtered in SQL only when the filters narrow the search; the hits always are (below).
     rank_where, rank_params = (where, params) if filters.narrows() else (_NO_FILTER, [])
     # The candidate pool must not depend on ``limit`` (up to 10), or a smaller limit changes the order.
     n_passages = max(limit * 8, _MAX_CANDIDATES)
-    candidates: dict[int, _Candidate] = {}
+    candidates: dict[int, Candidate] = {}
     clauses = parsed.clauses()
     strict = parsed.strict()
     _count_clauses(index, clauses)
@@ -183,7 +159,7 @@ def search_index(
     scores = fuse_linked(index, inputs)
     for fid, value in scores.items():
         if fid not in candidates:
-            candidates[fid] = _Candidate(fid, NAME_ONLY, 0.0)
+            candidates[fid] = Candidate(fid, NAME_ONLY, 0.0)
         candidates[fid].score = value
     for fid in inputs.exact:
         candidates[fid].chunk = OPENING
@@ -194,18 +170,18 @@ def search_index(
     top = {c.fid: c for c in ranked}
     # The notes' fields and the passages the first ``limit`` of them show, in one statement; a note that
     # vanished (or is refused) is dropped, and the passages of the notes that take its place read after.
-    passages = _meta_and_passages(index, top, ranked[:limit], where, params)
-    read = {r for c in ranked[:limit] for r in _rowids(c)}
+    passages = meta_and_passages(index, top, ranked[:limit], where, params)
+    read = {r for c in ranked[:limit] for r in shown_rowids(c)}
     shown = [c for c in ranked if c.fid in top][:limit]
     long_notes = [
-        c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk == NAME_ONLY and c.passages > _FIRST_PASSAGES
+        c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk == NAME_ONLY and c.passages > FIRST_PASSAGES
     ]
     if long_notes:
         _best_passages(index, _selective(index, clauses, "fts") or clauses, parsed, long_notes)
-    missing = [r for c in shown for r in _rowids(c) if r not in read]
+    missing = [r for c in shown for r in shown_rowids(c) if r not in read]
     if missing:
-        passages.update(_read_passages(index, missing))
-    return [_to_hit(vault_id, c, parsed, passages) for c in shown]
+        passages.update(read_passages(index, missing))
+    return [to_hit(vault_id, c, parsed, passages) for c in shown]
 
 
 def _phrase(words: str) -> str:
@@ -248,9 +224,7 @@ def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[st
     return kept
 
 
-def _best_passages(
-    index: VaultIndex, chosen: list[str], parsed: ParsedQuery, found: list[_Candidate]
-) -> None:
+def _best_passages(index: VaultIndex, chosen: list[str], parsed: ParsedQuery, found: list[Candidate]) -> None:
     """For notes ranked by other signals than a passage: their passage that best matches the query's
     selective words (``chosen``)."""
     match = parsed.relaxed(chosen)
@@ -265,7 +239,7 @@ def _best_passages(
             c.chunk = rows[0][0]
 
 
-def _drop_excluded(index: VaultIndex, parsed: ParsedQuery, ranked: list[_Candidate]) -> list[_Candidate]:
+def _drop_excluded(index: VaultIndex, parsed: ParsedQuery, ranked: list[Candidate]) -> list[Candidate]:
     """``-word`` excludes notes that hold the word anywhere, not only in the passage that matched."""
     match = " OR ".join(f'"{w}"' for w in parsed.excluded)
     kept = []
@@ -355,7 +329,7 @@ def _fetch_passages(
     where: str,
     params: list[Any],
     n: int,
-    into: dict[int, _Candidate],
+    into: dict[int, Candidate],
     ranked: bool = True,
 ) -> None:
     if not ranked:  # the first rows found, no scoring pass at all
@@ -373,13 +347,13 @@ def _fetch_passages(
         seen_here[fid] = count + 1
         existing = into.get(fid)
         if existing is None:
-            into[fid] = _Candidate(fid, rowid, score)
+            into[fid] = Candidate(fid, rowid, score)
         elif count == 1:
             existing.score += SECOND_PASSAGE_WEIGHT * score
 
 
 def _fetch_names(
-    index: VaultIndex, match: str, where: str, params: list[Any], n: int, into: dict[int, _Candidate]
+    index: VaultIndex, match: str, where: str, params: list[Any], n: int, into: dict[int, Candidate]
 ) -> None:
     if where == _NO_FILTER:
         rows = index.query(_NAMES_ALL.format(w=NAME_WEIGHTS), [match, n])
@@ -389,113 +363,6 @@ def _fetch_names(
         score = -float(rank) * NAME_SCORE_WEIGHT
         existing = into.get(fid)
         if existing is None:
-            into[fid] = _Candidate(fid, -1, score)
+            into[fid] = Candidate(fid, -1, score)
         else:
             existing.score += score
-
-
-def _meta_and_passages(
-    index: VaultIndex,
-    candidates: dict[int, _Candidate],
-    first: list[_Candidate],
-    where: str,
-    params: list[Any],
-) -> dict[int, tuple[str | None, str, str]]:
-    """Fill in the fields of ``candidates`` (dropping those gone or refused by ``where``), and return
-    rowid -> (heading, body, heading trail) of the passages the ``first`` of them show (``_rowids``)."""
-    # Bound, not written into the statement: SQLite then prepares it once for each count of ids.
-    ids = list(candidates)
-    rowids = [r for c in first for r in _rowids(c)]
-    sql = _META_AND_PASSAGES.format(
-        ids=",".join("?" * len(ids)) or "NULL", where=where, rowids=",".join("?" * len(rowids)) or "NULL"
-    )
-    passages: dict[int, tuple[str | None, str, str]] = {}
-    for kind, key, path, title, ntype, tags, mtime_ns, n_passages in index.query(
-        sql, [*ids, *params, *rowids]
-    ):
-        if kind:  # a passage: (heading, body, headings)
-            passages[key] = (path, title, ntype or "")
-            continue
-        c = candidates[key]
-        c.path, c.title, c.type, c.mtime_ns, c.passages = path, title, ntype, mtime_ns or 0, n_passages or 0
-        c.tags = json.loads(tags or "[]")
-    for fid in [fid for fid, c in candidates.items() if not c.path]:
-        del candidates[fid]
-    return passages
-
-
-def _rowids(c: _Candidate) -> list[int]:
-    """The passages a hit may show: its best passage with its note's first one and its neighbours (for
-    ``passage_window``), or for a note matched on its name only, its first few (the best of them is
-    shown)."""
-    lo = c.fid << CHUNK_BITS
-    if c.chunk >= 0:
-        return [lo, *range(max(lo, c.chunk - 1), c.chunk + 1 + FOLLOWING)]
-    return list(range(lo, lo + _FIRST_PASSAGES))
-
-
-def _read_passages(index: VaultIndex, rowids: list[int]) -> dict[int, tuple[str | None, str, str]]:
-    marks = ",".join("?" * len(rowids))
-    rows = index.query(f"SELECT rowid, heading, body, headings FROM fts WHERE rowid IN ({marks})", rowids)
-    return {rowid: (heading, body, trail or "") for rowid, heading, body, trail in rows}
-
-
-def _to_hit(
-    vault_id: str, c: _Candidate, parsed: ParsedQuery, passages: dict[int, tuple[str | None, str, str]]
-) -> Hit:
-    words = parsed.words()
-    chunk = c.chunk
-    if chunk < 0:  # matched on its name: its opening, or the best of its first passages
-        lo = c.fid << CHUNK_BITS
-        rows = [r for r in range(lo, lo + _FIRST_PASSAGES) if r in passages]
-        opening = [r for r in rows if _PROSE.search(passages[r][1])][:1] if chunk == OPENING else []
-        chunk = (
-            opening[0]
-            if opening
-            else max(rows, key=lambda r: densest_window(passages[r][1], words)[0])
-            if rows
-            else -1
-        )
-    heading, body, _trail = passages.get(chunk, (None, "", ""))
-    snippet, _ = make_snippet(body, words)
-    passage = passage_window(passages, chunk, c.fid << CHUNK_BITS) if chunk >= 0 else ""
-    return Hit(
-        vault_id,
-        c.path,
-        c.title,
-        round(c.score, 4),
-        snippet,
-        heading,
-        c.type,
-        c.tags,
-        c.mtime_ns / 1e9,
-        passage=passage[:PASSAGE_CHARS],
-    )
-
-
-def _list_only(index: VaultIndex, vault_id: str, limit: int, where: str, params: list[Any]) -> list[Hit]:
-    rows = index.query(
-        f"SELECT f.id, f.path, f.title, f.type, f.tags, f.mtime_ns FROM files f WHERE {where} "
-        "ORDER BY f.mtime_ns DESC LIMIT ?",
-        [*params, limit],
-    )
-    hits = []
-    for fid, path, title, ntype, tags, mtime_ns in rows:
-        body_rows = index.query(
-            "SELECT substr(body, 1, ?) FROM fts WHERE rowid = ?", (SNIPPET_CHARS, fid << CHUNK_BITS)
-        )
-        snippet = clean(body_rows[0][0]) if body_rows and body_rows[0][0] else ""
-        hits.append(
-            Hit(
-                vault_id,
-                path,
-                title,
-                0.0,
-                snippet,
-                None,
-                ntype,
-                json.loads(tags or "[]"),
-                (mtime_ns or 0) / 1e9,
-            )
-        )
-    return hits
