@@ -23,6 +23,7 @@ __all__ = [
     "DEFINED",
     "Passage",
     "answer_weight",
+    "as_text",
     "display_text",
     "estimate_tokens",
     "passages",
@@ -90,6 +91,11 @@ _POINTER = re.compile(
     r"(?:are|is) (?:commonly|frequently) asked)\b",
     re.I,
 )
+
+
+def as_text(value: object) -> str:
+    """``value`` if it is a string, else "" (a request's inputs come from anywhere)."""
+    return value if isinstance(value, str) else ""
 
 
 def estimate_tokens(text: str) -> int:

@@ -1,0 +1,129 @@
+"""The offline provider's extractive answer: the context passages that best answer the task (ranked by
+``_offline_text``), de-duplicated, at most ``MAX_PASSAGES`` (plus a few for question words or kinds of
+answer they lack), each quoted as written and followed by its item's citation exactly as given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._offline_text import (
+    Passage,
+    as_text,
+    clip,
+    norm_key,
+    properties,
+    rank_passages,
+    table_header,
+    terms,
+    wanted_answers,
+)
+
+__all__ = ["MAX_PASSAGES", "MIN_COVERAGE", "NOTHING_FOUND", "answer"]
+
+MAX_PASSAGES = 6
+MAX_GAP_PASSAGES = 2  # more passages, each for a question word the first ones lack
+MAX_PER_ITEM = 3
+MIN_COVERAGE = 0.15  # a quoted passage (with its heading) holds at least this share of the task's terms
+NOTHING_FOUND = "The vault context holds nothing that answers this subtask"
+
+
+def _context_items(inputs: dict[str, Any]) -> list[dict[str, str]]:
+    items = []
+    for c in inputs.get("context") or ():
+        if not isinstance(c, dict) or not isinstance(c.get("text"), str):
+            continue
+        citation = c.get("citation")
+        if not isinstance(citation, str) or not citation.strip():
+            continue  # a passage that cannot be cited is not quoted
+        label = " ".join(str(c.get(k) or "") for k in ("heading", "path"))
+        items.append({"text": c["text"], "citation": citation.strip(), "label": label})
+    return items
+
+
+def answer(inputs: dict[str, Any]) -> str:
+    """Extractive answer: ranked passages from the context, each with its citation."""
+    task = as_text(inputs.get("task"))
+    goal = as_text(inputs.get("goal"))
+    items = _context_items(inputs)
+    if not items:
+        return f"{NOTHING_FOUND}: no vault passages were retrieved for it."
+    ranked = rank_passages(task or goal, [(i["label"], i["text"]) for i in items], extra=goal if task else "")
+    chosen: list[str | int] = []  # a bullet, or the item whose table rows go here
+    rows: dict[int, list[str]] = {}
+    keys: list[str] = []
+    per_item: dict[int, int] = {}
+    count = 0
+    # The best passages first; then, for a question word none of them holds, the best passage that
+    # holds it: the second step of a two-step question ("... what theme did that developer make?")
+    # is rarely in the passages that rank first for the whole question.
+    uncovered = set(terms(task or goal))
+    # And a passage of each kind of answer the question wants (a cause for "why", a number for "how
+    # long") when none of those is one: "How long should I rest beans, and why?" asks for both.
+    unanswered = wanted_answers(task or goal)
+
+    def take(p: Passage) -> bool:
+        nonlocal count
+        key = norm_key(p.text)
+        if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
+            return False
+        table = p.text.startswith("|") and table_header(items[p.item]["text"], p.text) is not None
+        if p.text.startswith("|") and not table:
+            return False  # a table's header line (or a stray pipe line) says nothing on its own
+        keys.append(key)
+        per_item[p.item] = per_item.get(p.item, 0) + 1
+        count += 1
+        uncovered.difference_update(p.matched)
+        unanswered.difference_update(p.gives)
+        if table:
+            if p.item not in rows:  # table rows stay a table (with the header), not bullets
+                chosen.append(p.item)
+            rows.setdefault(p.item, []).append(p.text)
+        else:
+            chosen.append(f"- {_owner(items[p.item], p.text)}{clip(p.text)} {items[p.item]['citation']}")
+        return True
+
+    for p in ranked:
+        filling_gaps = count >= MAX_PASSAGES
+        if not (uncovered & set(p.matched) if filling_gaps else p.coverage >= MIN_COVERAGE):
+            continue
+        full = count >= MAX_PASSAGES + MAX_GAP_PASSAGES
+        if take(p) and (full or (count >= MAX_PASSAGES and not uncovered)):
+            break
+    for kind in sorted(unanswered):
+        for p in ranked if kind in unanswered else []:
+            if kind in p.gives and p.coverage >= MIN_COVERAGE and take(p):
+                break
+    if not chosen:
+        return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
+    return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
+
+
+def _owner(item: dict[str, str], text: str) -> str:
+    """For one of the property lines a note opens with, the note's name and a dash: "coordinates: 34.96,
+    135.77" says nothing of whose coordinates they are (and two notes' properties are two things, not
+    two answers to one question)."""
+    if text not in properties(item["text"]):
+        return ""
+    name = item["citation"].strip("[]").split("|", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1]
+    return f"{name} — " if name else ""
+
+
+def _table(item: dict[str, str], rows: list[str]) -> str:
+    """The chosen rows of one table under its header, each row citing the note in a last column (so
+    every line of the answer still carries its citation)."""
+    header, rule = table_header(item["text"], rows[0]) or ("", "")
+    cite = item["citation"]
+    lines = [f"{header.rstrip('|').rstrip()} | source |", f"{rule.rstrip('|').rstrip()} | --- |"]
+    lines += [f"{row.rstrip('|').rstrip()} | {cite} |" for row in rows]
+    return "\n".join(lines)
+
+
+def _join(parts: list[str]) -> str:
+    """Bullets one per line; a table set apart by blank lines (Markdown needs them around it)."""
+    out = ""
+    for part in parts:
+        table = part.startswith("|")
+        if out:
+            out += "\n\n" if table or out.endswith("|") else "\n"
+        out += part
+    return out
