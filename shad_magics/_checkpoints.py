@@ -226,12 +226,14 @@ class CheckpointPanel:
             text, state = "The resumed run paused again: decide the new checkpoint(s) below.", "resumed"
         else:
             text, state = f"The run resumed and ended {status}.", "resumed"
-        for w in decided:
-            w.set_state(state, text)
+        # What the resume brought (new checkpoints, or the report) is shown before the widgets say it
+        # ended: whoever watches their state then finds it in place.
         if run.status == RunStatus.NEEDS_HUMAN:
             self.show(run.id)
-            return
-        self._show_result(run)
+        else:
+            self._show_result(run)
+        for w in decided:
+            w.set_state(state, text)
 
     def _show_result(self, run: Run) -> None:
         """The resumed run's report replaces the paused one wherever this kernel showed the run (its
