@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -164,22 +164,32 @@ def test_a_big_first_build_resolves_its_links_before_indexing_them(
     assert wanted <= _indexes(Vault(root, index_path=tmp_path / "i.sqlite"))
 
 
+def _fail_commit(
+    monkeypatch: pytest.MonkeyPatch, nth: int, after: Callable[[index_mod.VaultIndex], object] | None = None
+) -> None:
+    """The index's ``nth`` batch commit raises ("disk full"); ``after`` sees it after each earlier one."""
+    commit = index_mod.VaultIndex._commit_batch
+    calls = 0
+
+    def failing(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == nth:
+            raise RuntimeError("disk full")
+        done = commit(self, batch, stats)  # type: ignore[arg-type]
+        if after is not None:
+            after(self)
+        return done
+
+    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", failing)
+
+
 def test_a_first_build_that_fails_leaves_the_indexes_and_the_next_one_finishes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     small_windows(monkeypatch)
     root = make_vault(tmp_path / "v", 40, 0)
-    commit = index_mod.VaultIndex._commit_batch
-    calls = 0
-
-    def fail_third(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
-        nonlocal calls
-        calls += 1
-        if calls == 3:
-            raise RuntimeError("disk full")
-        return commit(self, batch, stats)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", fail_third)
+    _fail_commit(monkeypatch, 3)
     v = Vault(root, index_path=tmp_path / "i.sqlite")
     with pytest.raises(RuntimeError):
         v.refresh()
@@ -240,19 +250,11 @@ def test_a_first_build_marks_no_link_tails_and_a_failed_one_resolves_its_links_n
     small_windows(monkeypatch)
     root = make_vault(tmp_path / "v", 40, 2)
     dirty: list[int] = []
-    commit = index_mod.VaultIndex._commit_batch
-    calls = 0
-
-    def watch(self: index_mod.VaultIndex, batch: list[object], stats: object) -> int:
-        nonlocal calls
-        calls += 1
-        if calls == 4:
-            raise RuntimeError("disk full")
-        done = commit(self, batch, stats)  # type: ignore[arg-type]
-        dirty.append(self.conn.execute("SELECT count(*) FROM dirty").fetchone()[0])
-        return done
-
-    monkeypatch.setattr(index_mod.VaultIndex, "_commit_batch", watch)
+    _fail_commit(
+        monkeypatch,
+        4,
+        lambda index: dirty.append(index.conn.execute("SELECT count(*) FROM dirty").fetchone()[0]),
+    )
     v = Vault(root, index_path=tmp_path / "i.sqlite")
     with pytest.raises(RuntimeError):
         v.refresh()
