@@ -77,3 +77,55 @@ def test_words_match_at_word_starts_only_in_any_case() -> None:
     assert (int(score), start) == (3, body.index("\u212a"))
     score, start = densest_window("x" * 300 + " kelvins", words)
     assert (int(score), start) == (1, 301)
+
+
+def _every_code_point() -> str:
+    import array
+
+    return array.array("I", range(0x80, 0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def test_the_fold_table_is_what_re_ignorecase_matches_with_ascii() -> None:
+    """Query words are found without a regex by folding the text with ``_FOLD``: every character that
+    ``re.IGNORECASE`` matches with an ASCII word character must fold to it, and no other."""
+    import re
+
+    from engine.vault._snippets import _FOLD
+
+    text = _every_code_point()
+    for ascii_char in "abcdefghijklmnopqrstuvwxyz0123456789_":
+        matched = {m.group() for m in re.finditer(re.escape(ascii_char), text, re.I)}
+        folded = {chr(c) for c, to in _FOLD.items() if c >= 0x80 and to == ascii_char}
+        assert matched == folded, ascii_char
+        upper = ascii_char.upper()
+        assert upper == ascii_char or _FOLD[ord(upper)] == ascii_char
+
+
+def test_lower_changes_the_length_of_one_character_and_makes_ascii_of_one_other() -> None:
+    """``_folded`` uses ``str.lower`` when it folds as ``_FOLD`` does, which rests on these two facts."""
+    import re
+
+    text = _every_code_point()
+    assert len(text.lower()) == len(text) + 1  # U+0130 (I with a dot) lowers to two characters
+    rest = text.replace("\u0130", "")
+    lowered = rest.lower()
+    assert len(lowered) == len(rest)
+    assert {rest[m.start()] for m in re.finditer(r"[\x00-\x7f]", lowered)} == {"\u212a"}  # the Kelvin sign
+
+
+def test_words_found_without_a_regex_are_the_regexs_matches() -> None:
+    """The scan for ASCII query words finds what the regex of the words finds (which stem, where), on
+    text with the Unicode letters that match ASCII ones, and on plain text."""
+    import itertools
+
+    from engine.vault._snippets import _find, _match_pattern, _stems
+
+    mixed = "\u0130stanbul \u0131i \u017ftrong KELVIN \u212aelvin Stra\u00dfe caf\u00e9 "
+    mixed += "x_y 3d a_\u0130 \u0130\u0130 "
+    words = ["istanbul", "strong", "kelvin", "s", "i", "k", "3d", "x_y", "caf", "stra", "ii", "a", "roast"]
+    for body in (mixed, mixed.lower(), mixed.upper(), FILLER + "Roasting roasts; the roaster.", "x" + mixed):
+        for n in (1, 2, 3):
+            for chosen in itertools.combinations(words, n):
+                stems = _stems(chosen)
+                expected = [(m.start(), m.lastindex) for m in _match_pattern(stems).finditer(body)]
+                assert _find(body, stems) == expected, (body, stems)

@@ -45,6 +45,52 @@ def _stems(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted({stem(w) for w in words if w}, key=len, reverse=True))
 
 
+# The characters that ``re.IGNORECASE`` matches with an ASCII letter other than that letter itself: its
+# other case, and four Unicode letters (tests/test_snippets checks this against ``re`` over every code
+# point). Folded by this table, a text holds an ASCII word where, and only where, the pattern of
+# ``_match_pattern`` matches it.
+_FOLD = {
+    **{c: chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
+    0x130: "i",
+    0x131: "i",
+    0x17F: "s",
+    0x212A: "k",
+}
+_ASCII_STEM = re.compile(r"[0-9_a-z]+")
+
+
+def _folded(body: str) -> str:
+    """``body`` with each character that ``_FOLD`` names folded, and no other: ``str.lower`` when it
+    does that (its only change of length is for U+0130, and it leaves two of the four letters be)."""
+    lowered = body.lower()
+    if body.isascii() or (len(lowered) == len(body) and "\u0131" not in lowered and "\u017f" not in lowered):
+        return lowered  # any other character it changes is not ASCII, before or after: no stem matches it
+    return body.translate(_FOLD)
+
+
+def _find(body: str, stems: tuple[str, ...]) -> list[tuple[int, int | None]]:
+    """(start, which stem: its 1-based place in ``stems``) of each word of ``body`` that starts with a
+    stem, as ``_match_pattern(stems).finditer`` finds them (the first 2000). Without a regex for the
+    query's words when they are ASCII: compiling one cost ~0.4 ms a search, more than all its scans."""
+    if not all(_ASCII_STEM.fullmatch(s) for s in stems):
+        return [(m.start(), m.lastindex) for _, m in zip(range(2000), _match_pattern(stems).finditer(body))]
+    text = _folded(body)
+    at: dict[int, int] = {}
+    for which, s in enumerate(stems, 1):
+        i = text.find(s)
+        while i >= 0:
+            # A word starts here (a stem's first character is a word character, so \b means the one
+            # before is not); the pattern tries the longest stem first: the first one found here stays.
+            if i not in at and (i == 0 or not _is_word(body[i - 1])):
+                at[i] = which
+            i = text.find(s, i + 1)
+    return [(i, at[i]) for i in sorted(at)[:2000]]
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"  # \w, as re (Unicode) has it
+
+
 def densest_window(body: str, words: list[str], width: int = SNIPPET_CHARS) -> tuple[float, int | None]:
     """(distinct query words, start offset) of the densest ``width``-wide window of ``body``."""
     stems = _stems(tuple(words))
@@ -57,7 +103,7 @@ def densest_window(body: str, words: list[str], width: int = SNIPPET_CHARS) -> t
 # same string, whose hash Python keeps, so a lookup costs nothing next to a scan.
 @lru_cache(maxsize=64)
 def _densest(body: str, stems: tuple[str, ...], width: int) -> tuple[float, int | None]:
-    found = [(m.start(), m.lastindex) for _, m in zip(range(2000), _match_pattern(stems).finditer(body))]
+    found = _find(body, stems)
     if not found:
         return 0.0, None
     # A window ending at each match, its start moved up past matches more than half a width before it;
