@@ -750,3 +750,42 @@ def test_on_event_sees_every_event_as_it_happens(vault: Path) -> None:
     r = run(SIMPLE, str(vault), provider="offline", on_event=seen.append)
     kept = [e["type"] for e in seen if e["type"] not in {k.value for k in LIVE_ONLY}]  # deltas: live only
     assert kept == [e["type"] for e in events(r)]
+
+
+def test_a_dependent_subtasks_script_is_told_what_its_dependency_found(
+    vault: Path, server: FakeLLMServer
+) -> None:
+    plan = {
+        "nodes": [
+            {"id": "rest", "task": "How long should roasted beans rest?", "stage": "gather_evidence"},
+            {
+                "id": "grind",
+                "task": "What grind size suits a French press after that rest?",
+                "stage": "gather_evidence",
+                "depends_on": ["rest"],
+            },
+        ]
+    }
+    scripts: dict[str, str] = {}
+
+    def model(body: dict[str, Any]) -> str:
+        prompt = prompt_of(body)
+        if "Reply with JSON only" in prompt or "as valid JSON only" in prompt:
+            return json.dumps(plan)
+        if prompt.startswith("Write a Python retrieval script"):
+            task = re.search(r"^Subtask: (.*)$", prompt, re.M)
+            assert task is not None
+            scripts[task.group(1)] = prompt
+            return script_writing_model(body)
+        return scripted_model(body)
+
+    server.set_reply(model)
+    r = live(vault, code_mode=True, max_llm=2, max_parallel=4)
+    modes = [e for e in events(r) if e["type"] == "RETRIEVAL_MODE"]
+    if modes[0]["mode"] != "codemode":
+        pytest.skip(f"no sandbox here: {modes[0].get('reason')}")
+    first_answer = " ".join(r.dag.node("rest").answer.split())
+    assert first_answer
+    dependent = scripts[plan["nodes"][1]["task"]]  # type: ignore[index]
+    assert "builds on found" in dependent and f"- rest: {first_answer[:120]}" in dependent
+    assert "builds on found" not in scripts[plan["nodes"][0]["task"]]  # type: ignore[index]

@@ -20,6 +20,7 @@ from ._direct import (
     retrieval_score,
     section,
 )
+from ._findings import Findings
 
 __all__ = [
     "API_DESCRIPTION",
@@ -27,6 +28,7 @@ __all__ = [
     "CodeModeRetriever",
     "ContextItem",
     "DirectSearchRetriever",
+    "Findings",
     "RecoveryPolicy",
     "RetrievalResult",
     "Retriever",

@@ -21,6 +21,7 @@ from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
 from ..vault import VaultSet, is_conflict_copy, properties_text
 from ._direct import (
+    LINKED_FROM,
     ContextItem,
     DirectSearchRetriever,
     RetrievalResult,
@@ -28,6 +29,7 @@ from ._direct import (
     merge_context,
     retrieval_score,
 )
+from ._findings import Findings
 
 __all__ = ["API_DESCRIPTION", "CodeModeRetriever", "RecoveryPolicy", "api_description"]
 
@@ -136,14 +138,17 @@ class CodeModeRetriever:
         self.policy = RecoveryPolicy()
         self.api = api_description(sandbox)
 
-    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
+    async def retrieve(
+        self, task: str, goal: str, node_id: str, findings: Findings | None = None
+    ) -> RetrievalResult:
+        found = findings or Findings()
         hints: list[str] = []
         queries: list[str] = []  # what the hints suggest searching for (a template provider uses these)
         best: RetrievalResult | None = None
         ladder: list[dict[str, Any]] = []  # each rung tried, its score and what was wrong with it
         attempts = 1 + self.policy.regens_per_node
         for attempt in range(1, attempts + 1):
-            result, problem = await self._attempt(task, goal, node_id, attempt, hints, queries)
+            result, problem = await self._attempt(task, goal, node_id, attempt, hints, queries, found)
             if result is not None and (best is None or result.retrieval_score > best.retrieval_score):
                 best = result
             problem = problem or (self.policy.weak(result) if result is not None else "no result")
@@ -160,7 +165,7 @@ class CodeModeRetriever:
             queries = [goal] if goal and goal != task else []
         # Tier B: a broadened direct search, merged with whatever the scripts found.
         direct = await self.fallback.retrieve(
-            f"{goal} {task}" if goal and goal != task else task, goal, node_id
+            f"{goal} {task}" if goal and goal != task else task, goal, node_id, found
         )
         merged = merge_context(best.context if best else [], direct.context)
         score, signals = retrieval_score(task, merged)
@@ -201,14 +206,20 @@ class CodeModeRetriever:
         attempt: int | str,
         hints: list[str],
         queries: list[str],
+        findings: Findings | None = None,
     ) -> tuple[RetrievalResult | None, str | None]:
+        found = findings or Findings()
+        inputs: dict[str, Any] = {"task": task, "goal": goal, "api": self.api, "hints": queries}
+        if found.answers:  # only then: the request (and its cache key) of a step on its own is unchanged
+            inputs["findings"] = [text for _, text in found.answers]
         request = LLMRequest(
             "script",
             Tier.LEAF,
             f"Write a Python retrieval script for this subtask.\nGoal: {goal}\nSubtask: {task}\n"
+            + found.prompt()
             + (f"Hints: {' '.join(hints)}\n" if hints else "")
             + f"\nThe obsidian API:\n{self.api}\nReply with the script only.",
-            inputs={"task": task, "goal": goal, "api": self.api, "hints": queries},
+            inputs=inputs,
             max_tokens=1200,
             node_id=node_id,
         )
@@ -238,7 +249,7 @@ class CodeModeRetriever:
             return None, f"failed ({exc.kind}: {exc.message})"
         self._audit(node_id, outcome.stats)
         result, dropped = self._validate(outcome.result, task)
-        result = await asyncio.to_thread(self._follow_links, task, result)
+        result = await asyncio.to_thread(self._follow_links, task, result, found.notes)
         self.record(
             f"{name}.json",
             {
@@ -252,11 +263,17 @@ class CodeModeRetriever:
         )
         return result, None
 
-    def _follow_links(self, task: str, result: RetrievalResult) -> RetrievalResult:
+    def _follow_links(
+        self, task: str, result: RetrievalResult, first: tuple[tuple[str, str], ...] = ()
+    ) -> RetrievalResult:
         """The second step of a two-step question is one link away from what the script found: when the
         task has words the script's context lacks, the engine adds the sections of the notes linked from
-        or to its notes that match the task best (no model call; the script's own items stay first)."""
-        linked = self.fallback.linked(task, [(c.vault, c.path) for c in result.context], result.context)
+        or to its notes that match the task best (no model call; the script's own items stay first).
+        ``first``: the notes the node's dependencies read, whose links are followed first."""
+        seeds = [*first, *((c.vault, c.path) for c in result.context)]
+        linked = self.fallback.linked(
+            task, seeds, result.context, most=LINKED_FROM + len(first), hop=bool(first)
+        )
         if not linked:
             return result
         items = [*result.context, *linked][: MAX_ITEMS + len(linked)]

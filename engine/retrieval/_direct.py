@@ -21,6 +21,7 @@ from ..strategies import names as strategy_names
 from ..strategies import split_clauses
 from ..text import parse_query, stem, stems_of
 from ..vault import Hit, Note, VaultSet, properties_text
+from ._findings import Findings
 from .citations import make_citation
 
 __all__ = [
@@ -90,7 +91,11 @@ class RetrievalResult:
 
 
 class Retriever(Protocol):
-    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult: ...
+    """``findings``: what the node's dependencies found (given only when there is something)."""
+
+    async def retrieve(
+        self, task: str, goal: str, node_id: str, findings: Findings | None = None
+    ) -> RetrievalResult: ...
 
 
 def citation_link(vault_id: str, path: str, heading: str | None, multi_vault: bool) -> str:
@@ -255,8 +260,10 @@ class DirectSearchRetriever:
         self.limit = limit
         self.exclude = UNCITED_FOLDERS + (() if include_history else (HISTORY_FOLDER,))
 
-    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
-        return await asyncio.to_thread(self._retrieve, task, goal)
+    async def retrieve(
+        self, task: str, goal: str, node_id: str, findings: Findings | None = None
+    ) -> RetrievalResult:
+        return await asyncio.to_thread(self._retrieve, task, goal, findings)
 
     async def hint(self, task: str, goal: str, node_id: str, hint: str) -> RetrievalResult:
         """A person's hint at a checkpoint: search its words, then the hint with the task."""
@@ -270,7 +277,7 @@ class DirectSearchRetriever:
             items, queries, "direct", signals, confidence=score, why=why, retrieval_score=score
         )
 
-    def _retrieve(self, task: str, goal: str) -> RetrievalResult:
+    def _retrieve(self, task: str, goal: str, findings: Findings | None = None) -> RetrievalResult:
         queries = [task]
         hits = self._search(task)
         if len(hits) < 2 and goal and goal != task:
@@ -298,7 +305,10 @@ class DirectSearchRetriever:
                     hit.score,
                 )
             )
-        linked = self.linked(task, [(h.vault, h.path) for h in hits], items)
+        # A dependent step's answer is most often one link away from what its dependencies read.
+        first = list(findings.notes) if findings else []
+        seeds = [*first, *((h.vault, h.path) for h in hits)]
+        linked = self.linked(task, seeds, items, most=LINKED_FROM + len(first), hop=bool(first))
         if linked:
             items = items[: max(1, self.limit - len(linked))] + linked
             queries.append("notes linked with the best hits")
@@ -310,11 +320,20 @@ class DirectSearchRetriever:
             items, queries, "direct", signals, confidence=score, why=why, retrieval_score=score
         )
 
-    def linked(self, task: str, seeds: list[tuple[str, str]], items: list[ContextItem]) -> list[ContextItem]:
+    def linked(
+        self,
+        task: str,
+        seeds: list[tuple[str, str]],
+        items: list[ContextItem],
+        most: int = LINKED_FROM,
+        hop: bool = False,
+    ) -> list[ContextItem]:
         """The second step of a two-step question is usually one link away from the first: when the task
-        has words the context (``items``) lacks, the notes linked from or to the first ``seeds`` ((vault,
-        path) of the best hits) that match the task best, each with its section that matches it best."""
-        missing = _missing_words(task, items)
+        has words the context (``items``) lacks, the notes linked from or to the first ``most`` ``seeds``
+        ((vault, path) of the best hits) that match the task best, each with its section that matches it
+        best. ``hop``: the seeds begin with the notes a dependency read, so the task is a second step
+        even when other notes hold all its words ("in that protocol, which line carries the data?")."""
+        missing = _missing_words(task, items) or (parse_query(task).words() if hop else [])
         if not missing:
             return []
         # What the first step lacks is what the linked note must hold: "… a sociologist. What theme did
@@ -323,7 +342,7 @@ class DirectSearchRetriever:
         multi = len(self.vaults) > 1
         seen = {(c.vault, c.path) for c in items}
         out: list[ContextItem] = []
-        for seed_vault, seed_path in list(dict.fromkeys(seeds))[:LINKED_FROM]:
+        for seed_vault, seed_path in list(dict.fromkeys(seeds))[:most]:
             vault = self.vaults.get(seed_vault)
             linked = getattr(vault, "linked", None)  # a remote vault has no index to follow links in
             if linked is None:

@@ -23,6 +23,7 @@ from ..retrieval import (
     CodeModeRetriever,
     ContextItem,
     DirectSearchRetriever,
+    Findings,
     RecoveryPolicy,
     RetrievalResult,
     Retriever,
@@ -126,7 +127,8 @@ class LeafRetrieval:
     async def _ask(self, node_id: str, request: LLMRequest) -> LLMResponse:
         return await self.calls.call(self.ctx.run.dag.node(node_id), request)
 
-    async def retrieve(self, node: Node) -> RetrievalResult:
+    async def retrieve(self, node: Node, findings: Findings | None = None) -> RetrievalResult:
+        """``findings``: what the node's finished dependencies found (their answers, their notes)."""
         ctx = self.ctx
         history = ctx.history
         found = cp.load(history, node.id)
@@ -142,7 +144,10 @@ class LeafRetrieval:
         else:
             async with ctx.local:
                 task, goal = cp.strip_markers(node.task), cp.strip_markers(ctx.config.goal)
-                result = await self.retriever.retrieve(task, goal, node.id)
+                if findings:  # a retriever of one's own may predate the argument: given only when useful
+                    result = await self.retriever.retrieve(task, goal, node.id, findings)
+                else:
+                    result = await self.retriever.retrieve(task, goal, node.id)
             hint = ctx.state.retry_hint
             if hint and node.id in ctx.state.retry and RecoveryPolicy().weak(result):
                 result = await self._hinted(node, hint, result)  # resume --hint: one more rung

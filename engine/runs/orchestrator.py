@@ -30,7 +30,7 @@ from ..events import (
 )
 from ..llm import LLMRequest, Tier
 from ..prompts import render
-from ..retrieval import RetrievalResult, Retriever
+from ..retrieval import Findings, RetrievalResult, Retriever
 from ..store import StoreUnavailableError
 from ..text import section_heading
 from ._cache_steps import CacheSteps
@@ -221,16 +221,18 @@ class Orchestrator:
     async def _answer_leaf(self, node: Node) -> bool:
         """Retrieve, answer, verify; returns True when the cache answered instead."""
         ctx, dag = self.ctx, self.ctx.run.dag
-        packets = [
-            dag.node(d).packet | {"node_id": d}
-            for d in node.soft_deps + node.hard_deps
-            if d in dag and dag.node(d).status.ok
-        ]
+        done = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag and dag.node(d).status.ok]
+        packets = [dep.packet | {"node_id": dep.id} for dep in done]
         node.cache_key = self.cache.key(node, "answer", _tier(node).value, {"packets": packets})
         if await self.cache.answer_from_cache(node):
             await self._prune_if_redundant(node)  # judged as when it ran, so a re-run prunes the same
             return True
-        result: RetrievalResult = await self.retrieval.retrieve(node)  # tier C may ask a person here
+        # A step that builds on another of its own stage (a two-step question: "in *that* protocol, ...")
+        # retrieves knowing what that one found; stages of a strategy (frame, gather, analyze) build on
+        # each other's work, not on what it names, and their retrieval stays their own.
+        hops = [dep for dep in done if dep.stage == node.stage]
+        found = Findings.of((dep.id, dep.answer or "", dep.retrieval or {}) for dep in hops)
+        result: RetrievalResult = await self.retrieval.retrieve(node, found)  # tier C may ask a person
         context_dicts = [c.to_dict() for c in result.context]
         notes = ctx.cache.notes_used(context_dicts)  # index lookups by path: cheap, no thread hop
         # The result's other fields as ``to_dict`` gives them, without converting the context twice.

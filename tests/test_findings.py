@@ -1,0 +1,123 @@
+"""``Findings``: what a node's dependencies found reaches its retrieval. The script prompt names their
+answers, and both retrievers follow links from the notes they read (a two-step goal's second step)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.codemode import Sandbox
+from engine.llm import LLMRequest, LLMResponse
+from engine.retrieval import CodeModeRetriever, DirectSearchRetriever, Findings
+from engine.vault import VaultSet
+
+pytestmark = pytest.mark.usefixtures("shad_home")
+
+TASK = "In that protocol, which line carries the data?"
+
+
+A_TWICE = {"context": [{"vault": "v", "path": "A.md"}] * 2}
+
+
+def test_findings_take_each_dependencys_answer_and_its_first_notes() -> None:
+    found = Findings.of(
+        [
+            (
+                "n1",
+                "SPI is  similar to\nI2C [[Hardware/SPI]]",
+                {"context": [{"vault": "v", "path": "A.md"}] * 2},
+            ),
+            ("n2", "", {"context": [{"vault": "v", "path": p} for p in ("B.md", "C.md", "D.md")]}),
+            ("n3", "x" * 1000, {"context": [{"vault": "v", "path": p} for p in ("E.md", "F.md")]}),
+        ]
+    )
+    assert found.answers == (("n1", "SPI is similar to I2C [[Hardware/SPI]]"), ("n3", "x" * 300))
+    # two notes per dependency at most (a repeated note once), four in all
+    assert found.notes == (("v", "A.md"), ("v", "B.md"), ("v", "C.md"), ("v", "E.md"))
+    assert "- n1: SPI is similar to I2C" in found.prompt() and "n2" not in found.prompt()
+    assert found and not Findings() and Findings().prompt() == ""
+    assert found.to_dict()["notes"][0] == ["v", "A.md"]
+
+
+@pytest.fixture
+def two_step(tmp_path: Path) -> Iterator[VaultSet]:
+    """SPI's note names the protocol it resembles; that protocol's note holds the answer; many other notes
+    hold every word of the second step's question, so searching it alone never reaches the answer."""
+    root = tmp_path / "hw"
+    (root / "Hardware").mkdir(parents=True)
+    (root / "Hardware/Serial Peripheral Interface.md").write_text(
+        "# Serial Peripheral Interface\n\nA 4-wire serial protocol. "
+        "Similar to [[Inter-Integrated Circuit]].\n"
+    )
+    (root / "Hardware/Inter-Integrated Circuit.md").write_text(
+        "# Inter-Integrated Circuit\n\n- SDA bus for data\n- SCL bus for the clock\n"
+    )
+    for i in range(10):
+        (root / f"Hardware/Bus {i}.md").write_text(
+            f"# Bus {i}\n\nIn protocol {i} the data line carries the data; which line carries it matters.\n"
+        )
+    vaults = VaultSet([root])
+    yield vaults
+    vaults.close()
+
+
+FIRST_STEP = Findings(
+    (("n1", "SPI is similar to I2C [[Hardware/Serial Peripheral Interface]]"),),
+    (("hw", "Hardware/Serial Peripheral Interface.md"),),
+)
+
+
+def test_direct_retrieval_follows_the_links_of_the_notes_a_dependency_read(two_step: VaultSet) -> None:
+    retriever = DirectSearchRetriever(two_step, limit=4)
+    alone = asyncio.run(retriever.retrieve(TASK, TASK, "n2"))
+    after = asyncio.run(retriever.retrieve(TASK, TASK, "n2", FIRST_STEP))
+    assert "Hardware/Inter-Integrated Circuit.md" not in [c.path for c in alone.context]
+    answer = [c for c in after.context if c.path == "Hardware/Inter-Integrated Circuit.md"]
+    assert answer and "SDA bus for data" in answer[0].text
+    assert "notes linked with the best hits" in after.queries
+
+
+class _Recorder:
+    """The model's side of Code Mode: records each script request, answers with one search script."""
+
+    SCRIPT = (
+        "hits = obsidian.search('which line carries the data', limit=3)\n"
+        "__result__ = {'context': [{'vault': h['vault'], 'path': h['path'], 'heading': h['heading'], "
+        "'text': h['passage'], "
+        "'citation': obsidian.create_wikilink(h['path'], h['heading'])} for h in hits], "
+        "'citations': [], 'queries': ['which line carries the data'], 'signals': {}, 'confidence': 0.9, "
+        "'why': 'search'}\n"
+    )
+
+    def __init__(self) -> None:
+        self.requests: list[LLMRequest] = []
+
+    async def __call__(self, node_id: str, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        return LLMResponse(text=self.SCRIPT, provider="recorder", model="script")
+
+
+def _codemode(vaults: VaultSet, ask: _Recorder, records: dict[str, Any]) -> CodeModeRetriever:
+    sandbox = Sandbox(vaults)
+    return CodeModeRetriever(vaults, sandbox, ask, lambda name, data: records.__setitem__(name, data))
+
+
+def test_a_script_request_names_what_the_dependencies_found(two_step: VaultSet) -> None:
+    ask, records = _Recorder(), dict[str, Any]()
+    retriever = _codemode(two_step, ask, records)
+    try:
+        alone = asyncio.run(retriever.retrieve(TASK, TASK, "n2"))
+        after = asyncio.run(retriever.retrieve(TASK, TASK, "n3", FIRST_STEP))
+    finally:
+        retriever.sandbox.close()
+    first, second = ask.requests[0], ask.requests[-1]
+    assert "builds on" not in first.prompt and "findings" not in first.inputs
+    assert "- n1: SPI is similar to I2C" in second.prompt
+    assert second.inputs["findings"] == ["SPI is similar to I2C [[Hardware/Serial Peripheral Interface]]"]
+    # the engine follows links from the dependency's note, whatever the script found
+    assert "Hardware/Inter-Integrated Circuit.md" not in [c.path for c in alone.context]
+    assert "Hardware/Inter-Integrated Circuit.md" in [c.path for c in after.context]
