@@ -129,3 +129,18 @@ def test_words_found_without_a_regex_are_the_regexs_matches() -> None:
                 stems = _stems(chosen)
                 expected = [(m.start(), m.lastindex) for m in _match_pattern(stems).finditer(body)]
                 assert _find(body, stems) == expected, (body, stems)
+
+
+def test_clean_joins_runs_of_every_kind_of_whitespace_as_re_does() -> None:
+    """``clean`` splits with ``str.split``: the same as ``re.sub(r"\\s+", " ", text).strip()`` for every
+    character ``re`` calls whitespace (line and paragraph separators, no-break spaces) and no other."""
+    import re
+
+    from engine.vault._snippets import clean
+
+    every = "\x00" + _every_code_point()[:0x3100] + "".join(chr(c) for c in range(0x80))
+    spaces = "".join(m.group() for m in re.finditer(r"\s", every))
+    assert len(spaces) == 29 and "\u2028" in spaces and "\xa0" in spaces
+    text = f"{spaces}one{spaces}two\u200bthree {spaces[::-1]}four{spaces}"
+    assert clean(text) == re.sub(r"\s+", " ", text).strip() == "one two\u200bthree four"
+    assert clean(every) == re.sub(r"\s+", " ", every).strip()

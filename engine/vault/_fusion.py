@@ -113,9 +113,10 @@ def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -
     if not found:
         return []
     words = " ".join(_WORDS.findall(query.lower()))
-    ids = ",".join(str(f) for f in found[:10])
+    ids = found[:10]
     out: list[str] = []
-    for (title,) in index.query(f"SELECT title FROM files WHERE id IN ({ids})"):
+    # Bound, not written into the statement: SQLite then prepares it once for each count of ids.
+    for (title,) in index.query(f"SELECT title FROM files WHERE id IN ({','.join('?' * len(ids))})", ids):
         key = name_key(title or "")
         if key and len(key.split()) > 1 and f" {key} " not in f" {words} " and key not in out:
             out.append(key)
