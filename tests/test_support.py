@@ -9,6 +9,7 @@ import pytest
 from _demo import write_vault
 
 from engine import VaultSet
+from engine.retrieval.coverage import CoverEvidence, goal_asks, uncovered_asks
 from engine.retrieval.support import (
     UNSUPPORTED_MARK,
     Claim,
@@ -92,6 +93,35 @@ def test_spans_come_from_the_context_then_from_the_vault(tmp_path: Path) -> None
         spans,
     )
     assert verdicts[0].supported  # one citation that supports it is enough
+
+
+def test_a_cited_notes_aliases_name_what_its_passage_is_about(tmp_path: Path) -> None:
+    """A section of the note aliased "DVI" is about DVI: the alias joins its label, so the ask "the
+    bandwidth of a dual-link DVI connection" is covered by "7.4 Gbps" cited from it."""
+    root = write_vault(
+        tmp_path / "v",
+        {
+            "IT/Digital Visual Interface.md": (
+                "---\naliases:\n  - DVI\n---\n# Connector Type\n### Dual-Link\n- 7.4 Gbps\n- 85 fps\n"
+            ),
+            "IT/Plain.md": "---\naliases: \n---\n# Plain\n\nNo names.\n",
+        },
+    )
+    vaults = VaultSet([str(root)])
+    vaults.refresh()
+    vault = vaults.ids[0]
+    cite = "[[IT/Digital Visual Interface#Dual-Link]]"
+    context = [{"citation": cite, "text": "- 7.4 Gbps", "path": "IT/Digital Visual Interface.md",
+                "heading": "Dual-Link", "vault": vault}]  # fmt: skip
+    spans = span_texts([cite, "[[IT/Plain]]"], context, vaults)
+    vaults.close()
+    assert spans[cite][1].split() == ["IT/Digital", "Visual", "Interface.md", "Dual-Link", "DVI"]
+    assert spans["[[IT/Plain]]"][1].split() == ["IT/Plain.md"]  # an empty alias adds nothing
+    ask = goal_asks("What is the bandwidth of a dual-link DVI connection?")
+    evidence = [CoverEvidence("7.4 Gbps", spans[cite][1], spans[cite][0])]
+    assert uncovered_asks(ask, evidence) == []
+    no_alias = [CoverEvidence("7.4 Gbps", "IT/Digital Visual Interface.md Dual-Link", spans[cite][0])]
+    assert uncovered_asks(ask, no_alias) == ask
 
 
 def test_flagging_marks_each_unsupported_claim_once() -> None:

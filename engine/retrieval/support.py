@@ -193,10 +193,12 @@ def span_texts(
     """citation as written -> (span text, label) for each citation: the context item given for it, else
     the cited section of the note as it is now ("" when it cannot be read)."""
     out: dict[str, tuple[str, str]] = {}
+    names = _Aliases(vaults)
     for item in context:
         cite, text = item.get("citation"), item.get("text")
         if isinstance(cite, str) and isinstance(text, str):
-            label = f"{item.get('path') or ''} {item.get('heading') or ''}"
+            path = str(item.get("path") or "")
+            label = f"{path} {item.get('heading') or ''}{names.of(item.get('vault'), path)}"
             old = out.get(cite, ("", label))[0]
             out[cite] = ((old + "\n\n" + text).strip(), label)
     todo = [c for c in dict.fromkeys(citations) if c not in out]
@@ -211,8 +213,34 @@ def span_texts(
                 text = _section(note, cite.heading, cite.block)
             except Exception:  # unreadable now: the claim cannot be checked, so it is not supported
                 text = ""
-        out[cite.raw] = (text, f"{cite.path} {cite.heading or ''}")
+        out[cite.raw] = (text, f"{cite.path} {cite.heading or ''}{names.of(cite.vault, cite.path)}")
     return out
+
+
+class _Aliases:
+    """A cited note's aliases, as words of its label: a note aliased "DVI" is about DVI wherever its
+    text says "Digital Visual Interface" only. Read once per note; "" when it has none or cannot be read."""
+
+    def __init__(self, vaults: VaultSet | None) -> None:
+        self.vaults = vaults
+        self.seen: dict[tuple[str, str], str] = {}
+
+    def of(self, vault: object, path: str) -> str:
+        if self.vaults is None or not isinstance(vault, str) or not path:
+            return ""
+        key = (vault, path)
+        if key not in self.seen:
+            try:
+                aliases = self.vaults.get(vault).read_note(path).frontmatter.get("aliases")
+            except Exception:  # a vault or note gone since it was cited: no names to add
+                aliases = None
+            if isinstance(aliases, str):
+                aliases = [aliases]
+            words = (
+                [a for a in aliases if isinstance(a, str) and a.strip()] if isinstance(aliases, list) else []
+            )
+            self.seen[key] = "".join(f" {a.strip()}" for a in words)
+        return self.seen[key]
 
 
 def check_lexically(claims: list[Claim], spans: dict[str, tuple[str, str]]) -> list[Verdict]:
