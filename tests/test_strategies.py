@@ -141,6 +141,32 @@ def test_low_confidence_defaults_to_analysis() -> None:
     assert (d.strategy, d.source, d.guess) == ("analysis", "default", "research")
 
 
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Which authenticator apps can I use to protect my account with a second login step, and what code "
+        "length do they give?",
+        "How do I implement a REST API?",
+    ],
+)
+def test_a_goal_of_questions_only_is_never_a_software_build(goal: str) -> None:
+    guess = classify(goal)
+    assert guess.scores["software"] == 0 and guess.matched["software"]  # its keywords are still shown
+    assert "only asks questions" in guess.set_aside["software"]
+    d = choose_strategy(goal)
+    assert d.strategy == "analysis" and "software set aside" in d.reason
+    assert d.to_dict()["set_aside"] == {"software": guess.set_aside["software"]}
+
+
+@pytest.mark.parametrize(
+    "goal",
+    ["Can you write a Python script that parses my roast logs?", "Implement a REST API. What should it log?"],
+)
+def test_an_instruction_keeps_software_even_beside_questions(goal: str) -> None:
+    d = choose_strategy(goal)
+    assert d.strategy == "software" and not d.set_aside
+
+
 def test_override_always_wins() -> None:
     d = choose_strategy("survey the literature on water hardness", "creative")
     assert (d.strategy, d.source, d.confidence) == ("creative", "override", 1.0)

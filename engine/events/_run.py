@@ -103,6 +103,7 @@ class StrategyChosen(Event):
     guess: str | None
     matched: dict[str, list[str]]
     threshold: float
+    set_aside: dict[str, str] | None = field(default=None, metadata=OPTIONAL)  # strategy -> why not counted
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ where ``top`` is the best score, ``total`` the sum over all strategies and ``SAT
 guess must both dominate the other strategies and rest on more than one weak word (one strong keyword
 of weight 1.5 alone gives at most 0.6). Ties go to the order of ``names()``.
 
+A strategy marked ``needs_instruction`` (software: it builds code) is set aside, with its reason
+recorded, when every clause of the goal is a question ("Which apps give a six-digit code?" asks for
+no code, whatever its keywords).
+
 Decision rule: an override (``--strategy``) always wins; otherwise a guess with confidence >= 0.7
 proceeds; otherwise the strategy is ``analysis`` (the general default).
 """
@@ -25,6 +29,7 @@ from typing import Any
 
 from ..text import stem
 from . import _skeleton
+from ._size import only_questions
 
 __all__ = [
     "CONFIDENCE_THRESHOLD",
@@ -72,9 +77,13 @@ class StrategyGuess:
     confidence: float
     scores: dict[str, float]
     matched: dict[str, list[str]] = field(default_factory=dict)  # strategy -> keywords that matched
+    set_aside: dict[str, str] = field(default_factory=dict)  # strategy -> why its keywords did not count
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+SET_ASIDE_QUESTIONS = "the goal only asks questions, and this strategy builds something"
 
 
 @dataclass
@@ -89,32 +98,39 @@ class StrategyDecision:
     guess: str | None = None
     matched: dict[str, list[str]] = field(default_factory=dict)
     threshold: float = CONFIDENCE_THRESHOLD
+    set_aside: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As ``decisions/strategy.json`` holds it (``set_aside`` only when a strategy was)."""
+        record = asdict(self)
+        if not record["set_aside"]:
+            del record["set_aside"]
+        return record
 
 
 def classify(goal: str) -> StrategyGuess:
     """Score every registered strategy's keywords against the goal (see the module docstring)."""
     words = stems(goal)
+    questions = only_questions(goal)
     scores: dict[str, float] = {}
     matched: dict[str, list[str]] = {}
+    set_aside: dict[str, str] = {}
     for name in _skeleton.names():
-        hits = [
-            (word, w)
-            for key, (word, w) in _keyword_table(_skeleton.get(name)).items()
-            if _contains(words, key)
-        ]
-        scores[name] = round(float(sum(w for _, w in hits)), 3)
+        skeleton = _skeleton.get(name)
+        hits = [(word, w) for key, (word, w) in _keyword_table(skeleton).items() if _contains(words, key)]
         if hits:
             matched[name] = sorted(word for word, _ in hits)
+            if skeleton.needs_instruction and questions:
+                set_aside[name] = SET_ASIDE_QUESTIONS
+                hits = []
+        scores[name] = round(float(sum(w for _, w in hits)), 3)
     total = sum(scores.values())
     if total <= 0:
-        return StrategyGuess(DEFAULT_STRATEGY, 0.0, scores, matched)
+        return StrategyGuess(DEFAULT_STRATEGY, 0.0, scores, matched, set_aside)
     best = max(scores, key=lambda n: scores[n])  # max keeps the first of equal scores: names() order
     top = scores[best]
     confidence = (top / total) * min(1.0, top / SATURATION)
-    return StrategyGuess(best, round(confidence, 3), scores, matched)
+    return StrategyGuess(best, round(confidence, 3), scores, matched, set_aside)
 
 
 def choose_strategy(goal: str, override: str | None = None) -> StrategyDecision:
@@ -127,7 +143,7 @@ def choose_strategy(goal: str, override: str | None = None) -> StrategyDecision:
             skeleton.name, "override", 1.0, guess.scores,
             f"--strategy {skeleton.name} given; the classifier's guess was {guess.strategy} "
             f"(confidence {guess.confidence:.2f})",
-            guess.strategy, guess.matched,
+            guess.strategy, guess.matched, set_aside=guess.set_aside,
         )  # fmt: skip
     if guess.confidence >= CONFIDENCE_THRESHOLD:
         words = ", ".join(guess.matched.get(guess.strategy, []))
@@ -135,13 +151,17 @@ def choose_strategy(goal: str, override: str | None = None) -> StrategyDecision:
             guess.strategy, "classifier", guess.confidence, guess.scores,
             f"keywords ({words}) give {guess.strategy} confidence {guess.confidence:.2f} "
             f">= {CONFIDENCE_THRESHOLD}",
-            guess.strategy, guess.matched,
+            guess.strategy, guess.matched, set_aside=guess.set_aside,
         )  # fmt: skip
+    reasons = [f"{name} set aside ({why})" for name, why in guess.set_aside.items()]
     if not guess.matched:
-        why = "no strategy keyword in the goal"
-    else:
-        why = f"best guess {guess.strategy} has confidence {guess.confidence:.2f} < {CONFIDENCE_THRESHOLD}"
+        reasons.insert(0, "no strategy keyword in the goal")
+    elif any(guess.scores.values()):
+        reasons.insert(
+            0, f"best guess {guess.strategy} has confidence {guess.confidence:.2f} < {CONFIDENCE_THRESHOLD}"
+        )
     return StrategyDecision(
         DEFAULT_STRATEGY, "default", guess.confidence, guess.scores,
-        f"{why}: using the default strategy {DEFAULT_STRATEGY}", guess.strategy, guess.matched,
+        f"{'; '.join(reasons)}: using the default strategy {DEFAULT_STRATEGY}", guess.strategy,
+        guess.matched, set_aside=guess.set_aside,
     )  # fmt: skip

@@ -20,7 +20,15 @@ import re
 
 from ..text import parse_query
 
-__all__ = ["LOOKUP_VERBS", "MAX_WORDS", "OPEN_PHRASES", "OPEN_VERBS", "needs_decomposition", "split_clauses"]
+__all__ = [
+    "LOOKUP_VERBS",
+    "MAX_WORDS",
+    "OPEN_PHRASES",
+    "OPEN_VERBS",
+    "needs_decomposition",
+    "only_questions",
+    "split_clauses",
+]
 
 MAX_WORDS = 50
 OPEN_VERBS = frozenset(
@@ -98,6 +106,13 @@ def _split_and(sentence: str) -> list[str]:
         else:
             out[-1] = f"{out[-1]} and {part}"
     return out
+
+
+def only_questions(goal: str) -> bool:
+    """Whether every clause of the goal is a question: led by a question word once "please", "can you"
+    and the like are set aside ("Can you write a script?" is an instruction)."""
+    clauses = split_clauses(goal)
+    return bool(clauses) and all(_first_word(c) in QUESTION_WORDS for c, _ in clauses)
 
 
 def count_asks(text: str) -> int:

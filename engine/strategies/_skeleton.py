@@ -97,6 +97,9 @@ class Skeleton:
     stages: tuple[Stage, ...]
     constraints: tuple[Constraint, ...] = ()
     keywords: dict[str, float] = field(default_factory=dict)  # classifier keyword -> weight
+    # The classifier picks this strategy only for a goal that asks for something to be done, never for one
+    # made only of questions (software: "what code length do the apps give?" asks for no code).
+    needs_instruction: bool = False
 
     def stage(self, name: str) -> Stage | None:
         for s in self.stages:
@@ -144,7 +147,7 @@ class Skeleton:
             "optional": [s.name for s in self.optional],
             "stages": [s.to_dict() for s in self.stages],
             "constraints": [c.to_dict() for c in self.constraints],
-            "classifier": {"keywords": dict(self.keywords)},
+            "classifier": {"keywords": dict(self.keywords), "needs_instruction": self.needs_instruction},
         }
 
     @classmethod
@@ -187,8 +190,12 @@ class Skeleton:
                     order_after=tuple(str(x) for x in order.get("after", ())),
                 )
             )
-        keywords = {str(k): float(v) for k, v in (data.get("classifier") or {}).get("keywords", {}).items()}
-        return cls(name, str(data.get("description", "")), tuple(stages), tuple(constraints), keywords)
+        classifier = data.get("classifier") or {}
+        keywords = {str(k): float(v) for k, v in classifier.get("keywords", {}).items()}
+        instruction = bool(classifier.get("needs_instruction", False))
+        return cls(
+            name, str(data.get("description", "")), tuple(stages), tuple(constraints), keywords, instruction
+        )
 
 
 # --- registry --------------------------------------------------------------------------------------------
