@@ -13,6 +13,9 @@ Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the d
   ``answer_not_in_report`` lists the questions whose report lacks it);
 - ``honest_on_absent``: absent questions that end with a non-empty ``uncovered`` list and no status of
   SUCCESS (the vault cannot answer them, and the run must say so);
+- ``status_vs_answer``: for the answerable questions with an ``answer_contains`` phrase, how each run's
+  status agrees with whether its report holds the answer (``SUCCESS`` without it over-claims; ``PARTIAL``
+  with it under-claims: the report says the vault does not plainly answer, and quotes the answer anyway);
 - ``tokens_per_run`` (median) and ``runs_by_status``.
 
 Histories and indexes go to temporary folders: the vaults are only read.
@@ -58,6 +61,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
     every: dict[str, int] = defaultdict(int)
     kinds: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
+    agreement: Counter[str] = Counter()
     answered = asked = honest = absent = 0
     tokens: list[int] = []
     misses: list[str] = []
@@ -85,6 +89,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
             report = Path(report_path).read_text(encoding="utf-8") if report_path else ""
             holds = q["answer_contains"].casefold() in report.casefold()
             answered += holds
+            agreement[f"{result.status.value.lower()}_{'with' if holds else 'without'}_answer"] += 1
             if not holds:
                 unanswered.append(q["id"])
     single = [k for k in kinds if k != "multihop"]
@@ -99,6 +104,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
         "honest_on_absent": rate(honest, absent),
         "tokens_per_run": statistics.median(tokens) if tokens else 0,
         "runs_by_status": dict(statuses),
+        "status_vs_answer": dict(sorted(agreement.items())),
         "missed": misses,
         "answer_not_in_report": unanswered,
         "seconds": round(time.perf_counter() - started, 1),
