@@ -113,6 +113,16 @@ def test_lower_changes_the_length_of_one_character_and_makes_ascii_of_one_other(
     assert {rest[m.start()] for m in re.finditer(r"[\x00-\x7f]", lowered)} == {"\u212a"}  # the Kelvin sign
 
 
+def test_a_word_character_is_what_re_calls_one() -> None:
+    """The scan tells where a word starts by ``_is_word`` of the character before: it must be ``\\w``."""
+    import re
+
+    from engine.vault._snippets import _is_word
+
+    text = "".join(chr(c) for c in range(0x80)) + _every_code_point()
+    assert {m.start() for m in re.finditer(r"\w", text)} == {i for i, ch in enumerate(text) if _is_word(ch)}
+
+
 def test_words_found_without_a_regex_are_the_regexs_matches() -> None:
     """The scan for ASCII query words finds what the regex of the words finds (which stem, where), on
     text with the Unicode letters that match ASCII ones, and on plain text."""
