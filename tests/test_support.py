@@ -63,9 +63,15 @@ def test_lexical_check_of_an_unreadable_passage_fails() -> None:
     assert lexical_check("Rest beans 3 days.", "")[0] is False
 
 
+def _indexed(tmp_path: Path, files: dict[str, str | bytes]) -> VaultSet:
+    vaults = VaultSet([str(write_vault(tmp_path / "v", files))])
+    vaults.refresh()
+    return vaults
+
+
 def test_spans_come_from_the_context_then_from_the_vault(tmp_path: Path) -> None:
-    root = write_vault(
-        tmp_path / "v",
+    vaults = _indexed(
+        tmp_path,
         {
             "Roasting/Resting.md": (
                 "# Resting\n\nIntro.\n\n## Filter\n\nRest 3 days.\n\n## Espresso\n\nRest 7 days.\n"
@@ -73,8 +79,6 @@ def test_spans_come_from_the_context_then_from_the_vault(tmp_path: Path) -> None
             "Notes/Blocks.md": "Some text.\n\nA line with a block id. ^abc\n\nAfter.\n",
         },
     )
-    vaults = VaultSet([str(root)])
-    vaults.refresh()
     context = [
         {"citation": "[[X/Given]]", "text": "From the context.", "path": "X/Given.md", "heading": None}
     ]
@@ -98,8 +102,8 @@ def test_spans_come_from_the_context_then_from_the_vault(tmp_path: Path) -> None
 def test_a_cited_notes_aliases_name_what_its_passage_is_about(tmp_path: Path) -> None:
     """A section of the note aliased "DVI" is about DVI: the alias joins its label, so the ask "the
     bandwidth of a dual-link DVI connection" is covered by "7.4 Gbps" cited from it."""
-    root = write_vault(
-        tmp_path / "v",
+    vaults = _indexed(
+        tmp_path,
         {
             "IT/Digital Visual Interface.md": (
                 "---\naliases:\n  - DVI\n---\n# Connector Type\n### Dual-Link\n- 7.4 Gbps\n- 85 fps\n"
@@ -107,8 +111,6 @@ def test_a_cited_notes_aliases_name_what_its_passage_is_about(tmp_path: Path) ->
             "IT/Plain.md": "---\naliases: \n---\n# Plain\n\nNo names.\n",
         },
     )
-    vaults = VaultSet([str(root)])
-    vaults.refresh()
     vault = vaults.ids[0]
     cite = "[[IT/Digital Visual Interface#Dual-Link]]"
     context = [{"citation": cite, "text": "- 7.4 Gbps", "path": "IT/Digital Visual Interface.md",
