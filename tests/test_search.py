@@ -761,3 +761,72 @@ def test_a_query_that_names_a_note_shows_its_opening(tmp_path: Path) -> None:
     assert hit.heading == "Latex OCR" and "Generate LaTeX equations" in hit.snippet
     # Not named by the whole query: the best matching section, as before.
     assert vault.search("latex ocr timeout", limit=1)[0].heading == "Settings"
+
+
+def _issued(v: Vault, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL statements ``v``'s index runs from now on."""
+    issued: list[str] = []
+    query = v.index.query
+
+    def counting(sql: str, params: tuple[object, ...] | list[object] = ()) -> list[tuple[object, ...]]:
+        issued.append(sql)
+        return query(sql, params)
+
+    monkeypatch.setattr(v.index, "query", counting)
+    return issued
+
+
+def test_a_query_of_common_words_ranks_the_notes_whose_names_hold_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every word is common, and so is their AND in passages ("Sync Obsidian"): the few notes whose names
+    hold them all are ranked (the note titled "Obsidian Sync" first), and no passage is scored."""
+    from engine.vault import _search
+
+    notes: dict[str, str | bytes] = {
+        f"Log {i}.md": f"Sync with Obsidian, day {i}. " + FILLER for i in range(8)
+    }  # the AND of the two words in passages: past what is ranked (4 times the cap of 1)
+    notes["Sync for Obsidian mobile.md"] = "Phones too. " + FILLER  # two notes' names hold both
+    notes["Obsidian Sync.md"] = "# Obsidian Sync\n\nThe paid service that keeps vaults in step. " + FILLER
+    v = Vault(write_vault(tmp_path, notes))
+    v.refresh()
+    by_id = [p for p, _ in sorted(v.index.query("SELECT path, id FROM files"), key=lambda r: r[1])]
+    assert by_id[0] != "Obsidian Sync.md"  # else the passages' unranked sample would also put it first
+    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
+    v.index._counts.clear()
+    issued = _issued(v, monkeypatch)
+    assert top(v, "Sync Obsidian", 1) == ["Obsidian Sync.md"]
+    assert not [sql for sql in issued if "bm25(fts" in sql or "-1.0 FROM fts" in sql]  # nor sampled
+
+
+def test_an_alias_expansion_that_many_notes_hold_is_not_matched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An alias in a question adds its note's title as a phrase to the whole-note ranking, unless that
+    phrase is common: matching it would cost the most of the search and rank nothing."""
+    from engine.vault import _search
+
+    notes: dict[str, str | bytes] = {
+        "Serial Peripheral Interface.md": "---\naliases: [SPI]\n---\nA four-wire bus for sensors.\n",
+        "Bus speeds.md": "The serial peripheral interface runs at tens of MHz.\n",
+    }
+    v = Vault(write_vault(tmp_path, notes))
+    v.refresh()
+    matched: list[str] = []
+    query = v.index.query
+
+    def spy(sql: str, params: tuple[object, ...] | list[object] = ()) -> list[tuple[object, ...]]:
+        if "bm25(docs" in sql:
+            matched.extend(str(p) for p in params)
+        return query(sql, params)
+
+    monkeypatch.setattr(v.index, "query", spy)
+    question = "How fast is the SPI bus on my sensors?"
+    phrase = '"serial peripheral interface"'
+    assert v.search(question)
+    assert any(phrase in m for m in matched)  # rare here: the title joins the whole-note ranking
+    matched.clear()
+    monkeypatch.setattr(_search, "SELECTIVE", {**_search.SELECTIVE, "docs": (1, 0.0)})  # two notes hold it
+    v.index._counts.clear()
+    assert v.search(question)
+    assert matched and not any(phrase in m for m in matched)
