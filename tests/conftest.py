@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,8 @@ import pytest
 from _checkpoint_data import COFFEE_NOTES
 from _demo import DEMO
 from _notebook_helpers import RecordingComm
+
+from engine import Vault
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_VAULT = DEMO  # a pristine copy: the real demo vault may hold run history
@@ -46,6 +48,16 @@ def demo_vault() -> Path:
     """A pristine copy of the demo vault (``tests/_demo.py``); read it, do not write into it."""
     assert DEMO_VAULT.is_dir(), f"demo vault missing at {DEMO_VAULT}"
     return DEMO_VAULT
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
+    """The demo vault as a ``Vault``, read in place (never modified), indexed once per test module. A
+    module with a ``demo`` fixture of its own (a ``VaultSet``, a copy) uses that instead."""
+    v = Vault(DEMO, index_path=tmp_path_factory.mktemp("demo_index") / "demo.sqlite")
+    v.refresh()
+    yield v
+    v.close()
 
 
 @pytest.fixture

@@ -3,24 +3,13 @@ holds them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from _demo import DEMO
 
 from engine import Vault
 from engine.vault._hits import Candidate, meta_and_passages, read_passages, shown_rowids
 from engine.vault._index import CHUNK_BITS
 
 pytestmark = pytest.mark.usefixtures("shad_home")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
-    v = Vault(DEMO, index_path=tmp_path_factory.mktemp("demo_index") / "demo.sqlite")
-    v.refresh()
-    yield v
-    v.close()
 
 
 def test_passages_are_read_as_the_full_text_table_holds_them(demo: Vault) -> None:

@@ -6,7 +6,6 @@ import datetime as dt
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmo
 
 
 pytestmark = pytest.mark.usefixtures("shad_home")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
-    """The demo vault, read in place (never modified), indexed once for this module."""
-    v = Vault(DEMO, index_path=tmp_path_factory.mktemp("demo_index") / "demo.sqlite")
-    v.refresh()
-    yield v
-    v.close()
 
 
 @pytest.fixture
@@ -691,14 +681,7 @@ def test_a_word_no_note_holds_costs_no_ranking_statement(
 ) -> None:
     """An AND with a word no row holds, or an OR of such words, finds nothing: the counts already say so,
     and no ranking statement is issued for it."""
-    issued: list[str] = []
-    query = demo.index.query
-
-    def counting(sql: str, params: tuple[object, ...] | list[object] = ()) -> list[tuple[object, ...]]:
-        issued.append(sql)
-        return query(sql, params)
-
-    monkeypatch.setattr(demo.index, "query", counting)
+    issued = _issued(demo, monkeypatch)
     assert demo.search("zyxwvut qzqzqzq") == []
     assert not [sql for sql in issued if "bm25(" in sql]
     issued.clear()
