@@ -22,8 +22,10 @@ from engine import Budgets, Run, RunConfig, RunStatus, arun, run
 from engine.events import LIVE_ONLY
 from engine.llm import LLMRequest, LLMResponse, Provider, ReplayProvider
 from engine.llm import get as get_provider
+from engine.retrieval import DirectSearchRetriever, RetrievalResult
 from engine.runs import resume, start_run
 from engine.runs.dag import NodeStatus
+from engine.vault import VaultSet
 
 try:
     from tests._fake_llm import (
@@ -752,20 +754,23 @@ def test_on_event_sees_every_event_as_it_happens(vault: Path) -> None:
     assert kept == [e["type"] for e in events(r)]
 
 
+TWO_STEPS = {
+    "nodes": [
+        {"id": "rest", "task": "How long should roasted beans rest?", "stage": "gather_evidence"},
+        {
+            "id": "grind",
+            "task": "What grind size suits a French press after that rest?",
+            "stage": "gather_evidence",
+            "depends_on": ["rest"],
+        },
+    ]
+}
+
+
 def test_a_dependent_subtasks_script_is_told_what_its_dependency_found(
     vault: Path, server: FakeLLMServer
 ) -> None:
-    plan = {
-        "nodes": [
-            {"id": "rest", "task": "How long should roasted beans rest?", "stage": "gather_evidence"},
-            {
-                "id": "grind",
-                "task": "What grind size suits a French press after that rest?",
-                "stage": "gather_evidence",
-                "depends_on": ["rest"],
-            },
-        ]
-    }
+    plan = TWO_STEPS
     scripts: dict[str, str] = {}
 
     def model(body: dict[str, Any]) -> str:
@@ -789,3 +794,29 @@ def test_a_dependent_subtasks_script_is_told_what_its_dependency_found(
     dependent = scripts[plan["nodes"][1]["task"]]  # type: ignore[index]
     assert "builds on found" in dependent and f"- rest: {first_answer[:120]}" in dependent
     assert "builds on found" not in scripts[plan["nodes"][0]["task"]]  # type: ignore[index]
+
+
+class OwnRetriever:
+    """A retriever of one's own, written for ``retrieve(task, goal, node_id)`` (before ``findings``)."""
+
+    def __init__(self, vault: Path) -> None:
+        self.direct = DirectSearchRetriever(VaultSet([vault]))
+        self.seen: list[str] = []
+
+    async def retrieve(self, task: str, goal: str, node_id: str) -> RetrievalResult:
+        self.seen.append(node_id)
+        return await self.direct.retrieve(task, goal, node_id)
+
+
+def test_a_retriever_of_ones_own_without_findings_still_serves_dependent_subtasks(
+    vault: Path, server: FakeLLMServer
+) -> None:
+    server.set_reply(
+        lambda body: json.dumps(TWO_STEPS) if "JSON only" in prompt_of(body) else scripted_model(body)
+    )
+    own = OwnRetriever(vault)
+    config = RunConfig(TWO_PART, (str(vault),), provider="anthropic", max_llm=1, code_mode=False)
+    r = asyncio.run(start_run(config, retriever=own))
+    own.direct.vaults.close()
+    assert r.status is RunStatus.SUCCESS and not r.summary["failures"]
+    assert {"rest", "grind"} <= set(own.seen)

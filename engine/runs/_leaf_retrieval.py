@@ -11,6 +11,7 @@ that evidence). A resume with ``--hint`` adds the hint as one more rung for the 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 from .. import strategies
@@ -41,6 +42,16 @@ from .dag import Node
 __all__ = ["LeafRetrieval", "NeedsHuman", "SkippedByHuman"]
 
 EDIT_NOTE_CHARS = 4000  # a note a person named is given more room than a search hit
+
+
+def _takes_findings(retriever: Retriever) -> bool:
+    """Whether ``retriever.retrieve`` takes ``findings``: a retriever of one's own (``start_run(...,
+    retriever=)``) written for ``retrieve(task, goal, node_id)`` is called as it was written."""
+    try:
+        params = inspect.signature(retriever.retrieve).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: call it the old way
+        return False
+    return any(p.name == "findings" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 class NeedsHuman(ShadError):
@@ -144,8 +155,8 @@ class LeafRetrieval:
         else:
             async with ctx.local:
                 task, goal = cp.strip_markers(node.task), cp.strip_markers(ctx.config.goal)
-                if findings:  # a retriever of one's own may predate the argument: given only when useful
-                    result = await self.retriever.retrieve(task, goal, node.id, findings)
+                if findings and _takes_findings(self.retriever):
+                    result = await self.retriever.retrieve(task, goal, node.id, findings=findings)
                 else:
                     result = await self.retriever.retrieve(task, goal, node.id)
             hint = ctx.state.retry_hint
