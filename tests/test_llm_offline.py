@@ -17,7 +17,7 @@ import pytest
 
 from engine import strategies
 from engine.llm._base import LLMRequest, LLMResponse, Provider, ProviderError, Tier
-from engine.llm._offline_text import answer_weight, display_text, passages, rank_passages
+from engine.llm._offline_text import answer_weight, display_text, passages, rank_passages, wanted_answers
 from engine.llm.offline import JUDGE_THRESHOLD, MAX_PASSAGES, MODEL, NOTHING_FOUND, OfflineProvider
 from engine.retrieval.citations import extract_citations, make_citation, resolve_citations
 from engine.vault import Note, Vault, VaultSet
@@ -516,6 +516,35 @@ def test_a_list_of_links_under_a_heading_that_names_them_is_the_answer() -> None
     assert "Divergent Margin" in quoted and "Transform Margins" in quoted
     assert "Mantle" not in quoted and "Antarctic Plate" not in quoted  # their headings name no query word
     assert passages(text) == ["Plates that can shift."]  # quoted alone, link lists still say nothing
+
+
+def test_what_kind_of_thing_is_asked_for_is_answered_by_the_section_of_that_kind() -> None:
+    """ "What theme did that developer make?": the link under "### Themes" is quoted, though a plugin whose
+    own name says "theme" ranks above it (hub-014's person note)."""
+    text = (
+        "- GitHub: [chrisgrieser](https://github.com/chrisgrieser/)\n- Discord: `@pseudometa#9546`\n"
+        "In my day job, I am a sociologist studying the social mechanisms underlying the digital economy. "
+        "For my PhD project, I investigate the governance of the app economy. If you are interested in this "
+        "subject, feel free to get in touch.\n## Author of\n### Plugins\n"
+        "- [[obsidian-theme-design-utilities|Theme Design Utilities]]\n"
+        "- [[obsidian-divide-and-conquer|Divide & Conquer]]\n### Themes\n- [[Shimmering Focus]]\n"
+    )
+    goal = "The Divide & Conquer plugin's developer is a sociologist. What theme did that developer make?"
+    plugin = (
+        "Plugin ID: `obsidian-divide-and-conquer`\nDeveloped by: [[chrisgrieser]]\n"
+        "Mobile compatible: [[Desktop-only plugins|No]]\n\nBisect your plugins to find the slow one.\n"
+    )
+    context = [
+        {"text": plugin, "citation": "[[Plugins/obsidian-divide-and-conquer#Divide & Conquer]]"},
+        {"text": text, "citation": "[[People/chrisgrieser#pseudometa]]"},
+    ]
+    answer = _complete("answer", {"task": goal, "context": context}).text
+    assert "Shimmering Focus" in [q for q, _ in _lines(answer)]
+    ranked = rank_passages(goal, [("pseudometa People/chrisgrieser.md", text)])
+    assert [p.gives for p in ranked if p.text == "Shimmering Focus"] == [("listed",)]
+    assert wanted_answers("Which plugins has that person released?") == {"listed"}
+    assert "listed" not in wanted_answers("What does the vault say about it?")  # no kind of thing named
+    assert "listed" not in wanted_answers("What kind of grinder suits it?")
 
 
 def test_a_question_word_the_best_passages_lack_gets_its_own_passage() -> None:

@@ -91,7 +91,10 @@ def answer(inputs: dict[str, Any]) -> str:
             break
     for kind in sorted(unanswered):
         for p in ranked if kind in unanswered else []:
-            if kind in p.gives and p.coverage >= MIN_COVERAGE and take(p):
+            # Under a heading that names the kind of thing asked for ("### Themes" for "what theme"), an
+            # item is on topic however few of the question's other words it shares.
+            relevant = p.coverage >= MIN_COVERAGE or kind == "listed"
+            if kind in p.gives and relevant and take(p):
                 break
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."

@@ -60,6 +60,13 @@ _BYLINE = re.compile(
 )
 # "Why ...?" is answered by a passage that gives a cause or a purpose.
 _WHY = re.compile(r"\bwhy\b|\bwhat (?:causes|makes)\b|\bfor what reason\b", re.I)
+# "What theme did she make?", "Which plugins has he released?": the thing asked for, by its kind. A section
+# headed by that kind ("### Themes") lists the answers, though no item of it says "theme".
+_ASKED_KIND = re.compile(
+    r"\b(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|kind|"
+    r"type|sort|one|ones|of)\b)([a-z][a-z-]{2,})\b",
+    re.I,
+)
 _REASON = re.compile(
     r"\b(?:because|causes?|caused by|due to|so that|in order to|leads? to|results? in|which means|"
     r"that's why|the reason|prevents?)\b",
@@ -261,11 +268,15 @@ def wanted_answers(query: str) -> set[str]:
     kinds = {"number"} if _QUANTITY.search(query) else set()
     kinds |= {"reason"} if _WHY.search(query) else set()
     kinds |= {"maker"} if _WHO_MADE.search(query) else set()
+    kinds |= {"listed"} if _ASKED_KIND.search(query) else set()
     return kinds | ({"definition"} if _definition_pattern(query) else set())
 
 
-def _gives(text: str, heading: str, wanted: set[str], defines: re.Pattern[str] | None) -> tuple[str, ...]:
-    checks = {
+def _gives(
+    text: str, heading: str, wanted: set[str], defines: re.Pattern[str] | None, asked: frozenset[str]
+) -> tuple[str, ...]:
+    checks: dict[str, Callable[[], object]] = {
+        "listed": lambda: asked & _stems(heading),  # "What theme ...?" under "### Themes"
         "number": lambda: _DIGIT.search(text),
         "reason": lambda: _REASON.search(text) or _WHY.search(heading),  # "## Why beans degas"
         "maker": lambda: _BYLINE.search(text),
@@ -318,11 +329,12 @@ def rank_passages(
     # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
     maker_terms = [t for t in terms(maker.group(0)) if t in weights] if maker else []
     defines = _definition_pattern(query)
+    asked = frozenset(stem(m.group(1).lower()) for m in _ASKED_KIND.finditer(query))
     ranked: list[Passage] = []
     for i, j, text, stems, local, links, heading in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
-        gives = _gives(text, heading, wanted, defines)
+        gives = _gives(text, heading, wanted, defines, asked)
         byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         about = labels[i] | described[i] if text in props[i] else labels[i]
