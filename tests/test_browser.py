@@ -382,11 +382,14 @@ def test_a_run_that_pauses_again_shows_new_checkpoint_widgets(lab: Lab) -> None:
         _until(
             page, page.locator(".jp-Notebook"), "el => el.querySelectorAll('.shad-checkpoint').length === 3"
         )
-        assert widgets.first.locator(".shad-checkpoint__state").text_content() == "run resumed"
+        # The new widgets are shown before the decided one says the run resumed (see _resumed).
+        _until(
+            page, widgets.first.locator(".shad-checkpoint__state"), "el => el.textContent === 'run resumed'"
+        )
         nodes = {widgets.nth(i).locator(".shad-checkpoint__node").text_content() for i in (1, 2)}
         assert nodes == {"gather_sources", "gather_sources_2"}
         badge = page.locator(".shad-dag").last.locator(".shad-dag__header .shad-dag__badge")
-        assert badge.text_content() == "NEEDS_HUMAN"
+        _until(page, badge, "el => el.textContent === 'NEEDS_HUMAN'")
         widgets.nth(1).locator('.shad-checkpoint__button[data-action="approve"]').click()
         _until(
             page,

@@ -128,6 +128,22 @@ def _outside(graph: Any, explorer: Any) -> list[str]:
     )
 
 
+def _hover_for_tip(node: Any, tip: Any) -> None:
+    """Hover a node until its card shows: the notebook may still shift the graph under the pointer
+    (another cell's run is growing), and a user would then move the mouse onto the node again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(4):
+        node.hover()
+        try:
+            tip.wait_for(state="visible", timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    node.hover()
+    tip.wait_for(state="visible")
+
+
 def _dark_theme(page: Any) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
@@ -164,9 +180,8 @@ def test_a_30_node_run_fits_shows_tasks_on_hover_and_stops(lab: Lab) -> None:
         assert box is not None and box["y"] + box["height"] <= 1100  # the whole box on the screen
 
         leaf = "water.part_5"
-        big.locator(f'.shad-dag__node[data-node-id="{leaf}"]').hover()
         tip = big.locator(".shad-dag__tip")
-        tip.wait_for(state="visible")
+        _hover_for_tip(big.locator(f'.shad-dag__node[data-node-id="{leaf}"]'), tip)
         assert tip.locator(".shad-dag__tip-task").text_content() == dag[leaf]["task"]
         assert tip.locator(".shad-dag__tip-id").text_content() == leaf
         root_task = dag["root"]["task"]
