@@ -72,6 +72,8 @@ class ParsedQuery:
     phrases: list[list[str]] = field(default_factory=list)  # quoted phrases, as word lists
     excluded: list[str] = field(default_factory=list)  # words or phrases after '-'
     dropped: list[str] = field(default_factory=list)  # stop words we removed
+    # other words a term may match (its synonyms, when the vault never uses the term itself)
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -79,10 +81,16 @@ class ParsedQuery:
 
     def clauses(self) -> list[str]:
         """Each positive clause as a quoted FTS5 expression."""
-        out = [_quote(t) for t in self.terms]
+        out = [self._either(t) for t in self.terms]
         out += [f"{_quote(p)} *" for p in self.prefixes]
         out += [_quote(" ".join(words)) for words in self.phrases]
         return out
+
+    def _either(self, term: str) -> str:
+        others = self.alternatives.get(term)
+        if not others:
+            return _quote(term)
+        return "(" + " OR ".join(_quote(w) for w in [term, *others]) + ")"
 
     def negation(self) -> str:
         return "".join(f" NOT {_quote(x)}" for x in self.excluded)
@@ -101,6 +109,8 @@ class ParsedQuery:
         words = list(self.terms) + list(self.prefixes)
         for phrase in self.phrases:
             words.extend(phrase)
+        for others in self.alternatives.values():
+            words.extend(w for other in others for w in other.split())
         return list(dict.fromkeys(words))
 
 

@@ -31,6 +31,7 @@ from ._hits import (
 )
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
+from ._synonyms import synonyms
 
 __all__ = ["SearchFilters", "search_index"]
 
@@ -82,6 +83,7 @@ _AFFORDABLE = 1
 # When nothing else ranked anything (every word is common, and so is their AND), the AND is still ranked
 # up to this many times the cap: slow, but rare (3% of the benchmark's queries); past it, a sample.
 _AFFORDABLE_LAST = 4
+_MAX_ALTERNATIVES = 8  # synonyms one absent query word may match
 _COUNTS_PER_STATEMENT = 300  # capped counts computed in one statement (each is a scalar subquery)
 # The index connection's page cache while it searches, in KiB. A search reads the doclists of its words and
 # the size of every row it scores (fts, names, docs): SQLite's default 2 MB let each search of the 100 MB
@@ -118,6 +120,9 @@ def search_index(
     clauses = parsed.clauses()
     strict = parsed.strict()
     _count_clauses(index, clauses)
+    if _with_synonyms(index, parsed):
+        clauses, strict = parsed.clauses(), parsed.strict()
+        _count_clauses(index, clauses)
     # A statement that can find nothing (a word of an AND that no row holds; an OR, or pairs, of words
     # fewer than it needs hold) is not issued: its doclists cost up to 0.4 ms to read for nothing.
     found = {t: [c for c in clauses if _count(index, c, t)] for t in SELECTIVE}
@@ -202,6 +207,22 @@ def search_index(
     if missing:
         passages.update(read_passages(index, missing))
     return [to_hit(vault_id, c, parsed, passages) for c in shown]
+
+
+def _with_synonyms(index: VaultIndex, parsed: ParsedQuery) -> bool:
+    """Let each query word that no note holds (in any field) match its synonyms that some note holds
+    ("sluggish" -> "slow"); whether any did. Words the vault uses are left alone (``_synonyms``)."""
+    absent = [
+        t for t in parsed.terms if not any(_count(index, _phrase(t), table) for table in ("docs", "names"))
+    ]
+    offered = {t: synonyms(t) for t in absent}
+    # A synonym counts once it is in one note: a count capped at 1 reads a word's first doclist page only.
+    _count_all(index, [(_phrase(w), 1, "docs") for words in offered.values() for w in words])
+    for term, words in offered.items():
+        used = [w for w in words if index.capped_count(_phrase(w), 1, "docs")]
+        if used:
+            parsed.alternatives[term] = used[:_MAX_ALTERNATIVES]
+    return bool(parsed.alternatives)
 
 
 def _phrase(words: str) -> str:
@@ -326,12 +347,12 @@ def _count_clauses(index: VaultIndex, clauses: list[str]) -> None:
     """Count (capped, as ``_selective`` does) the rows of each table that each clause matches, all in
     one statement, into the index's count cache: every count is cheap, but a statement each (three
     tables, every word of a question) cost more than all of them together."""
-    todo = [
-        key
-        for table in SELECTIVE
-        for key in ((c, _cap(index, table) + 1, table) for c in clauses)
-        if key not in index._counts
-    ]
+    _count_all(index, [(c, _cap(index, table) + 1, table) for table in SELECTIVE for c in clauses])
+
+
+def _count_all(index: VaultIndex, keys: list[tuple[str, int, str]]) -> None:
+    """``index.capped_count`` of each (match, cap, table) not cached yet, in as few statements as may be."""
+    todo = [key for key in dict.fromkeys(keys) if key not in index._counts]
     for i in range(0, len(todo), _COUNTS_PER_STATEMENT):
         chunk = todo[i : i + _COUNTS_PER_STATEMENT]
         sql = "SELECT " + ", ".join(
