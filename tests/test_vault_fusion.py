@@ -170,6 +170,29 @@ def test_key_matches_finds_titles_and_aliases_in_a_question(tmp_path: Path) -> N
     assert exact == {ids["Catalyst license.md"]}
 
 
+def test_a_rare_one_word_name_counts_among_many(tmp_path: Path) -> None:
+    """Four notes named by one word of the question are too many to tell which one it is about, unless
+    the word is rare in the vault: "SPI" is, "data" and "protocol" are not."""
+    common = "Data moves over a protocol on a line. " * 3
+    notes = {f"Notes/Note {i}.md": common + FILLER for i in range(12)}
+    notes |= {
+        "Data.md": "Data.\n" + common,
+        "Protocol.md": "Protocol.\n" + common,
+        "Line.md": "Line.\n" + common,
+        "Hardware/Serial Peripheral Interface.md": "---\naliases: [SPI]\n---\nA 4-wire serial protocol.\n"
+        "Similar to I2C.\n",
+        "Hardware/Bus lines.md": "Which line carries the data in a two-wire chip protocol? The data line.\n",
+    }
+    v = make_vault(tmp_path, notes)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    question = "SPI is said to be similar to another two-wire chip protocol. Which line carries the data?"
+    found, _ = key_matches(v.index, question)
+    assert found == []  # four one-word names: none tells
+    found, _ = key_matches(v.index, question, rare=lambda word: word == "spi")
+    assert found == [ids["Hardware/Serial Peripheral Interface.md"]]
+    assert top(v, question, 1) == ["Hardware/Serial Peripheral Interface.md"]
+
+
 def test_fusion_keeps_exact_title_hits_first() -> None:
     inputs = FusionInput(passages=[1, 2, 3], docs=[1, 2, 3], keys=[2], exact={3})
     scores = fuse(inputs, graph={1: [2, 3, 4], 2: [1, 3]})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..text import STOP_WORDS
@@ -72,9 +72,12 @@ def rank_docs(index: VaultIndex, match: str, where: str, params: list[object], n
     return [row[0] for row in index.query(sql, [match, *params, n])]
 
 
-def key_matches(index: VaultIndex, query: str) -> tuple[list[int], set[int]]:
+def key_matches(
+    index: VaultIndex, query: str, rare: Callable[[str], bool] | None = None
+) -> tuple[list[int], set[int]]:
     """(notes whose title or alias occurs in ``query`` as a phrase, longest name first; notes whose title
-    or alias *is* the whole query). A one-word name counts only when it is not a stop word."""
+    or alias *is* the whole query). A one-word name counts only when it is not a stop word, and when few
+    notes are named by one word in the query or ``rare`` says the word is rare in the vault."""
     words = _WORDS.findall(query.lower())
     if not words:
         return [], set()
@@ -89,18 +92,25 @@ def key_matches(index: VaultIndex, query: str) -> tuple[list[int], set[int]]:
     if not grams:
         return [], set()
     found: dict[int, int] = {}
+    named: dict[int, str] = {}
     exact: set[int] = set()
     keys = list(grams)
     for i in range(0, len(keys), 500):
         chunk = keys[i : i + 500]
         marks = ",".join("?" * len(chunk))
         for key, fid in index.query(f"SELECT key, file_id FROM keys WHERE key IN ({marks})", chunk):
-            found[fid] = max(found.get(fid, 0), grams[key])
+            if grams[key] > found.get(fid, 0):
+                found[fid], named[fid] = grams[key], key
             if key == whole:
                 exact.add(fid)
     # Many notes sharing one short name ("Readme", "Index") tell little: only the names of few notes.
     by_len = sorted(found, key=lambda fid: -found[fid])
-    return [fid for fid in by_len if found[fid] > 1 or _rare(found, fid)][:30], exact
+    keep = [
+        fid
+        for fid in by_len
+        if found[fid] > 1 or _rare(found, fid) or (rare is not None and rare(named[fid]))
+    ]
+    return keep[:30], exact
 
 
 def _rare(found: dict[int, int], fid: int) -> bool:

@@ -83,6 +83,9 @@ _AFFORDABLE = 1
 # When nothing else ranked anything (every word is common, and so is their AND), the AND is still ranked
 # up to this many times the cap: slow, but rare (3% of the benchmark's queries); past it, a sample.
 _AFFORDABLE_LAST = 4
+# A one-word name is rare when at most this many notes hold its word (a floor, a share of the notes). On
+# the dev set every limit from 10 to 160 of its 13.4k notes gave the same ranks; 320 began to cost some.
+_RARE_NAME = (10, 0.005)
 _MAX_ALTERNATIVES = 8  # synonyms one absent query word may match
 _COUNTS_PER_STATEMENT = 300  # capped counts computed in one statement (each is a scalar subquery)
 # The index connection's page cache while it searches, in KiB. A search reads the doclists of its words and
@@ -143,7 +146,7 @@ def search_index(
             _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, candidates)
     elif every["names"] and _affordable(index, strict, "names", clauses):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
-    keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query))
+    keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query), lambda w: _rare_name(index, w))
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
     extra = [_phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
@@ -223,6 +226,14 @@ def _with_synonyms(index: VaultIndex, parsed: ParsedQuery) -> bool:
         if used:
             parsed.alternatives[term] = used[:_MAX_ALTERNATIVES]
     return bool(parsed.alternatives)
+
+
+def _rare_name(index: VaultIndex, word: str) -> bool:
+    """Whether a one-word note name found in the question is a rare word in the vault ("SPI", not
+    "Data"): such a name says which note the question is about even among several one-word names."""
+    floor, share = _RARE_NAME
+    limit = max(floor, int(share * index.note_count()))
+    return index.capped_count(_phrase(word), _cap(index, "docs") + 1, "docs") <= limit
 
 
 def _phrase(words: str) -> str:
