@@ -12,7 +12,8 @@ text), the question's words (stop words out) OR-ed, ranked by ``bm25`` with the 
 plain BM25 with a title boost that Shad's search must beat.
 
 Prints one JSON object: per vault, recall@1/@10 for shad and bm25 (a hit is any gold note in the top k;
-multi-hop questions also report ``all@10``, every gold note in the top 10), by kind, and p50 latency.
+multi-hop questions also report ``all@10``, every gold note in the top 10), by kind, the mean reciprocal
+rank of the first gold note in the top 10 (``mrr@10``), and p50 latency.
 Absent questions have no gold note; their count is reported.
 """
 
@@ -90,6 +91,7 @@ def score(
     hits: dict[str, dict[int, int]] = {}
     counts: dict[str, int] = {}
     multi_all = multi_n = 0
+    reciprocal = 0.0
     latencies: list[float] = []
     for q in questions:
         t0 = time.perf_counter()
@@ -103,6 +105,8 @@ def score(
             row = hits.setdefault(kind, dict.fromkeys(KS, 0))
             for k in KS:
                 row[k] += bool(gold & set(paths[:k]))
+        first = next((i for i, p in enumerate(paths[:10]) if p in gold), None)
+        reciprocal += 0.0 if first is None else 1 / (first + 1)
         if q["kind"] == "multihop":
             multi_n += 1
             multi_all += gold <= set(paths[:10])
@@ -111,6 +115,8 @@ def score(
             print(f"{verbose:>5} {q['id']:>9} {q['kind']:<10} gold ranks {ranks}", file=sys.stderr)
     n = counts.get("all", 0)
     result: dict[str, Any] = {f"r@{k}": round(hits["all"][k] / n, 3) if n else None for k in KS}
+    # mean reciprocal rank of the first gold note in the top 10: where recall@k ties, it tells the ranks apart
+    result["mrr@10"] = round(reciprocal / n, 3) if n else None
     result["by_kind"] = {
         kind: {f"r@{k}": round(hits[kind][k] / c, 3) for k in KS}
         for kind, c in sorted(counts.items())
@@ -179,6 +185,9 @@ def main() -> None:
             f"r@{k}": round(sum(v[system][f"r@{k}"] * v["answerable"] for v in vaults) / n, 3) if n else None
             for k in KS
         }
+        report[f"{system}_overall"]["mrr@10"] = (
+            round(sum(v[system]["mrr@10"] * v["answerable"] for v in vaults) / n, 3) if n else None
+        )
     print(json.dumps(report, indent=2))
     if not args.shad_home:
         shutil.rmtree(home, ignore_errors=True)
