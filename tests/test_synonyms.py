@@ -44,12 +44,12 @@ def test_no_stop_word_is_a_synonym() -> None:
 
 def test_a_missing_data_file_gives_no_synonyms(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(_synonyms, "DATA", tmp_path / "absent.txt.gz")
-    _synonyms._groups.cache_clear()
+    _synonyms._lines.cache_clear()
     _synonyms.synonyms.cache_clear()
     try:
         assert synonyms("sluggish") == ()
     finally:
-        _synonyms._groups.cache_clear()
+        _synonyms._lines.cache_clear()
         _synonyms.synonyms.cache_clear()
 
 
@@ -94,27 +94,47 @@ def _load_tool() -> object:
     return module
 
 
-def test_the_tool_groups_synsets_and_gives_satellites_their_head(tmp_path: Path) -> None:
-    # WordNet's database lines: offset lex_filenum ss_type w_cnt(hex) [word lex_id]... p_cnt [ptr]... | gloss
+def test_the_tool_lists_each_words_synonyms_by_sense(tmp_path: Path) -> None:
+    # WordNet's lines. data.*: offset lex_filenum ss_type w_cnt(hex) [word lex_id]... p_cnt [ptr]... | gloss;
+    # index.*: lemma pos synset_cnt p_cnt [ptr_symbol]... sense_cnt tagsense_cnt [offset]... (by frequency)
     header = "  1 This software and database is being provided to you\n"
-    (tmp_path / "data.adj").write_text(
-        header
-        + "00000001 00 a 01 inactive 0 002 & 00000002 a 0000 & 00000003 a 0000 | not active\n"
-        + "00000002 00 s 03 dull 0 slow 0 sluggish 0 001 & 00000001 a 0000 | not brisk\n"
-        + "00000003 00 s 02 idle 0 unused 0 001 & 00000001 a 0000 | not in use\n"
-        + "00000004 00 a 01 lonely(a) 0 000 | alone\n"
-    )
-    for pos in ("noun", "verb", "adv"):
-        (tmp_path / f"data.{pos}").write_text(
-            header + "00000009 03 n 02 Motion_Picture 0 film 0 000 | a movie\n" if pos == "noun" else header
-        )
+    files = {
+        "data.adj": "00000001 00 a 01 inactive 0 002 & 00000002 a 0000 & 00000003 a 0000 | not active\n"
+        "00000002 00 s 03 dull 0 slow 0 sluggish 0 001 & 00000001 a 0000 | not brisk\n"
+        "00000003 00 s 02 idle 0 unused 0 001 & 00000001 a 0000 | not in use\n"
+        "00000004 00 a 01 lonely(a) 0 000 | alone\n",
+        "index.adj": "dull a 1 1 & 1 0 00000002\ninactive a 1 1 & 1 0 00000001\n"
+        "lonely a 1 0 1 0 00000004\nsluggish a 1 1 & 1 0 00000002\n",
+        "data.noun": "00000009 03 n 02 Motion_Picture 0 film 0 000 | a movie\n"
+        "00000010 03 n 02 film 0 photographic_film 0 000 | what a camera holds\n",
+        "index.noun": "film n 2 0 2 0 00000010 00000009\nmotion_picture n 1 0 1 0 00000009\n",
+        "data.verb": "00000020 30 v 02 film 0 shoot 0 000 | record on film\n",
+        "index.verb": "film v 1 0 1 0 00000020\n",
+        "data.adv": "",
+        "index.adv": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(header + text)
     tool = _load_tool()
-    groups = tool.groups(tmp_path)  # type: ignore[attr-defined]
-    # a head is not merged with all its satellites; a satellite takes its head; one-word groups are left out
-    assert groups == ["dull|slow|sluggish|inactive", "idle|unused|inactive", "motion picture|film"]
+    lines = tool.synonym_lines(tmp_path)  # type: ignore[attr-defined]
+    assert lines == [
+        "dull|slow|sluggish|inactive",  # a satellite takes its head's lemmas
+        # most frequent sense first, a noun's before a verb's of the same rank ("film" is both)
+        "film|photographic film|shoot|motion picture",
+        # a head does not take all its satellites; a word with no synonym and a multi-word lemma are no line
+        "sluggish|dull|slow|inactive",
+    ]
     out = tmp_path / "out.txt.gz"
     tool.main([str(tmp_path), "--out", str(out)])  # type: ignore[attr-defined]
     first = out.read_bytes()
-    assert gzip.decompress(first).decode().splitlines() == groups
+    assert gzip.decompress(first).decode().splitlines() == lines
     tool.main([str(tmp_path), "--out", str(out)])  # type: ignore[attr-defined]
     assert out.read_bytes() == first  # the same database gives the same bytes
+
+
+def test_lookup_by_bisection_finds_every_line() -> None:
+    lines = gzip.decompress(_synonyms.DATA.read_bytes()).decode().splitlines()
+    for line in lines[:: max(1, len(lines) // 2000)] + lines[:3] + lines[-3:]:
+        assert _synonyms._line_of(line.split("|", 1)[0]) == line
+    for word in ("", "aaaaaa", "zzzzzz", "~", "kubernetes"):
+        assert _synonyms._line_of(word) == ""
