@@ -482,6 +482,21 @@ def test_table_rows_stay_a_table_under_their_header() -> None:
     assert not [line for line in lines if line.startswith("- |")]  # never a row as a bullet, nor the header
 
 
+def test_a_table_clipped_cell_by_cell_is_quoted_as_its_row_under_its_header() -> None:
+    from engine.llm.offline import answer
+
+    cells = ["Quality", "Price", "Uses", "Cost per use", "Poor", "$5", "10", "$0.50"]
+    cells += ["Good", "$10", "50", "$0.20", "Best", "$20", "200", "$0.10"]
+    text = "How many times do you wear a pair of socks before they develop holes?\n\n" + "\n\n".join(cells)
+    context = [{"text": text, "citation": "[[Clippings/Buy wisely#Cost per use]]"}]
+    lines = answer({"task": "What is the cost per use of the best pair of socks?", "context": context}).split(
+        "\n"
+    )
+    at = lines.index("| Quality | Price | Uses | Cost per use | source |")
+    # the row that answers, under its header
+    assert "| Best | $20 | 200 | $0.10 | [[Clippings/Buy wisely#Cost per use]] |" in lines[at + 2 : at + 5]
+
+
 def test_section_headings_are_the_subtasks_own_words() -> None:
     from engine.llm.offline import synthesize
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._flat_tables import rebuild_flat_tables
 from ._offline_text import (
     Passage,
     as_text,
@@ -36,7 +37,8 @@ def _context_items(inputs: dict[str, Any]) -> list[dict[str, str]]:
         if not isinstance(citation, str) or not citation.strip():
             continue  # a passage that cannot be cited is not quoted
         label = " ".join(str(c.get(k) or "") for k in ("heading", "path"))
-        items.append({"text": c["text"], "citation": citation.strip(), "label": label})
+        text = rebuild_flat_tables(c["text"])
+        items.append({"text": text, "citation": citation.strip(), "label": label})
     return items
 
 
