@@ -497,6 +497,28 @@ def test_a_table_clipped_cell_by_cell_is_quoted_as_its_row_under_its_header() ->
     assert "| Best | $20 | 200 | $0.10 | [[Clippings/Buy wisely#Cost per use]] |" in lines[at + 2 : at + 5]
 
 
+def test_a_how_to_question_quotes_the_whole_procedure_once() -> None:
+    from engine.llm.offline import answer
+
+    text = (
+        "# Releasing with GitHub actions\nThis was posted on the forum about GitHub actions releases.\n\n"
+        "1. Write code and commit it.\n2. When ready to release a new version,\n"
+        "   1. Update the `manifest.json`.\n   2. use `git tag <version number>`\n"
+        "3. Push the new tag to GitHub `git push origin --tags`\n"
+    )
+    context = [{"text": text, "citation": "[[Guides/Releases]]"}]
+    lines = answer({"task": "How do I use GitHub actions to release my plugin?", "context": context}).split(
+        "\n"
+    )
+    steps = [line for line in lines if "1. Write code" in line]
+    assert len(steps) == 1 and steps[0].endswith("[[Guides/Releases]]")
+    assert "– use `git tag <version number>`" in steps[0] and "3. Push the new tag" in steps[0]
+    assert not [line for line in lines if line.startswith("- Push the new tag")]  # not quoted twice
+    # a question that is no "how do I" quotes the step alone
+    lines = answer({"task": "Which command pushes the new tag to GitHub?", "context": context}).split("\n")
+    assert not [line for line in lines if "1. Write code" in line]
+
+
 def test_section_headings_are_the_subtasks_own_words() -> None:
     from engine.llm.offline import synthesize
 

@@ -18,12 +18,14 @@ from ._offline_text import (
     terms,
     wanted_answers,
 )
+from ._procedure import procedure
 
 __all__ = ["MAX_PASSAGES", "MIN_COVERAGE", "NOTHING_FOUND", "answer"]
 
 MAX_PASSAGES = 6
 MAX_GAP_PASSAGES = 2  # more passages, each for a question word the first ones lack
 MAX_PER_ITEM = 3
+PROCEDURE_CHARS = 1000  # a procedure quoted whole (``_procedure``) is clipped at this length
 MIN_COVERAGE = 0.15  # a quoted passage (with its heading) holds at least this share of the task's terms
 NOTHING_FOUND = "The vault context holds nothing that answers this subtask"
 
@@ -65,7 +67,10 @@ def answer(inputs: dict[str, Any]) -> str:
 
     def take(p: Passage) -> bool:
         nonlocal count
-        key = norm_key(p.text)
+        # a step of a numbered list, for a "how do I" question: the whole procedure, in order
+        steps = procedure(items[p.item]["text"], p.text) if "steps" in p.gives else []
+        quoted = " ".join(steps) if steps else p.text
+        key = norm_key(quoted)
         if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
             return False
         table = p.text.startswith("|") and table_header(items[p.item]["text"], p.text) is not None
@@ -81,7 +86,8 @@ def answer(inputs: dict[str, Any]) -> str:
                 chosen.append(p.item)
             rows.setdefault(p.item, []).append(p.text)
         else:
-            chosen.append(f"- {_owner(items[p.item], p.text)}{clip(p.text)} {items[p.item]['citation']}")
+            text = clip(quoted, PROCEDURE_CHARS) if steps else _owner(items[p.item], p.text) + clip(p.text)
+            chosen.append(f"- {text} {items[p.item]['citation']}")
         return True
 
     for p in ranked:

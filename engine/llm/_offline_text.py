@@ -93,6 +93,11 @@ _STEP = re.compile(
     r"disable|set|create|install|right-click|navigate)\b)",
     re.I,
 )
+# "How do I release my plugin?" is answered by the steps of a procedure.
+_HOW_TO = re.compile(
+    r"\bhow (?:do|can|should|would|could|to) (?:i|you|we|one)\b|\bhow to\b|\bsteps? to\b", re.I
+)
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s")
 _POINTER = re.compile(
     r"\b(?:see|check out|refer to|learn (?:more|how)|read more|for more|more in[- ]depth|"
     r"(?:are|is) (?:commonly|frequently) asked)\b",
@@ -165,16 +170,18 @@ def split_sentences(text: str) -> list[str]:
 
 def passages(text: str) -> list[str]:
     """Quotable units of a Markdown section (see the module docstring), in order."""
-    return [unit for unit, _heading, links_only in _units(text) if not links_only]
+    return [unit for unit, _heading, links_only, _numbered in _units(text) if not links_only]
 
 
-def _units(text: str) -> list[tuple[str, str, bool]]:
-    """(unit, the heading it sits under in ``text``, whether it is only links) for each quotable unit.
+def _units(text: str) -> list[tuple[str, str, bool, bool]]:
+    """(unit, the heading it sits under in ``text``, whether it is only links, whether it is an item of a
+    numbered list) for each quotable unit.
     A line of links says nothing on its own, but under a heading that names what they are ("Plate
     Boundaries": Divergent Margin, Transform Margins) the list is the answer."""
     out: list[str] = []
     under: list[str] = []
     links_only: set[int] = set()
+    numbered: set[int] = set()
     heading = ""
     fenced = False
     code: list[str] = []
@@ -213,11 +220,13 @@ def _units(text: str) -> list[tuple[str, str, bool]]:
         for unit in units:
             unit = unit.strip()
             if len(_WORD.findall(unit)) >= MIN_WORDS:
+                if _NUMBERED.match(line):
+                    numbered.add(len(out))
                 out.append(unit)
                 under.append(heading)
         if units and out and out[-1] == units[-1].strip() and not line.startswith("|"):
             prose_at = len(out) - 1
-    return [(unit, under[k], k in links_only) for k, unit in enumerate(out)]
+    return [(unit, under[k], k in links_only, k in numbered) for k, unit in enumerate(out)]
 
 
 def _with_answers(sentences: list[str]) -> list[str]:
@@ -264,18 +273,26 @@ class Passage:
 
 def wanted_answers(query: str) -> set[str]:
     """The kinds of answer ``query`` asks for, beyond its words: a quantity ("number"), a cause
-    ("reason"), who made something ("maker"), what something is ("definition")."""
+    ("reason"), who made something ("maker"), what something is ("definition"), how to do something
+    (the "steps" of a numbered list or an instruction)."""
     kinds = {"number"} if _QUANTITY.search(query) else set()
     kinds |= {"reason"} if _WHY.search(query) else set()
     kinds |= {"maker"} if _WHO_MADE.search(query) else set()
     kinds |= {"listed"} if _ASKED_KIND.search(query) else set()
+    kinds |= {"steps"} if _HOW_TO.search(query) else set()
     return kinds | ({"definition"} if _definition_pattern(query) else set())
 
 
 def _gives(
-    text: str, heading: str, wanted: set[str], defines: re.Pattern[str] | None, asked: frozenset[str]
+    text: str,
+    heading: str,
+    wanted: set[str],
+    defines: re.Pattern[str] | None,
+    asked: frozenset[str],
+    numbered: bool = False,
 ) -> tuple[str, ...]:
     checks: dict[str, Callable[[], object]] = {
+        "steps": lambda: numbered or _STEP.match(_CODE_SPAN.sub(" ", text)),  # "2. Use `git tag`"
         "listed": lambda: asked & _stems(heading),  # "What theme ...?" under "### Themes"
         "number": lambda: _DIGIT.search(text),
         "reason": lambda: _REASON.search(text) or _WHY.search(heading),  # "## Why beans degas"
@@ -308,9 +325,9 @@ def rank_passages(
     if not weights:
         return []
     units = [
-        (i, j, p, _stems(p), _stems(heading), links, heading)
+        (i, j, p, _stems(p), _stems(heading), links, heading, step)
         for i, (_, text) in enumerate(items)
-        for j, (p, heading, links) in enumerate(_units(text))
+        for j, (p, heading, links, step) in enumerate(_units(text))
     ]
     if not units:
         return []
@@ -331,10 +348,10 @@ def rank_passages(
     defines = _definition_pattern(query)
     asked = frozenset(stem(m.group(1).lower()) for m in _ASKED_KIND.finditer(query))
     ranked: list[Passage] = []
-    for i, j, text, stems, local, links, heading in units:
+    for i, j, text, stems, local, links, heading, step in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
-        gives = _gives(text, heading, wanted, defines, asked)
+        gives = _gives(text, heading, wanted, defines, asked, step)
         byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         about = labels[i] | described[i] if text in props[i] else labels[i]
