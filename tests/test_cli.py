@@ -173,6 +173,17 @@ def test_search_no_hits(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no notes match" in r.err
 
 
+def test_search_says_when_it_looked_for_synonyms(capsys: pytest.CaptureFixture[str]) -> None:
+    # no demo note says "java": its synonym "coffee" is searched too, and the CLI says so (on stderr)
+    r = shad("vault", "search", "java", "--vault", str(DEMO), capsys=capsys)
+    assert r.code == 0 and r.out.strip()
+    assert "no note holds 'java': also searched for coffee" in r.err
+    r = shad("vault", "search", "first crack", "--vault", str(DEMO), capsys=capsys)
+    assert "also searched" not in r.err  # every word is in the vault
+    r = shad("vault", "search", "java", "--vault", str(DEMO), "--json", capsys=capsys)
+    assert r.json() and not r.err.strip()  # the JSON stays a list of hits
+
+
 def test_search_limit(capsys: pytest.CaptureFixture[str]) -> None:
     for flag in ("--limit", "-n"):
         hits = shad(

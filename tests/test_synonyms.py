@@ -11,7 +11,7 @@ import pytest
 from _demo import write_vault
 
 from engine import Vault
-from engine.vault import _synonyms
+from engine.vault import VaultSet, _synonyms
 from engine.vault._synonyms import synonyms
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -77,6 +77,17 @@ def test_a_word_the_vault_never_uses_matches_its_synonyms(vault: Vault) -> None:
     assert "slow" in hits[0].snippet.lower()
     # in a question, next to words the vault does use
     assert vault.search("which plugin makes the editor sluggish")[0].path == "Slow app.md"
+
+
+def test_the_vault_says_which_synonyms_a_search_looked_for(vault: Vault, tmp_path: Path) -> None:
+    assert vault.searched_synonyms("why is the app sluggish") == {"sluggish": ["slow"]}
+    assert vault.searched_synonyms("slow app") == {}  # every word is in the vault
+    assert vault.searched_synonyms("") == {}
+    other = Vault(write_vault(tmp_path / "w", {"Dull.md": "A dull and inactive market.\n"}))
+    other.refresh()
+    both = VaultSet([vault, other])
+    assert both.searched_synonyms("sluggish") == {"sluggish": ["slow", "dull", "inactive"]}
+    both.close()
 
 
 def test_a_word_the_vault_uses_keeps_its_own_sense(vault: Vault) -> None:

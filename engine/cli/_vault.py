@@ -234,8 +234,13 @@ def search_cmd(
             f"no notes match {query!r}"
             + (" with these filters" if any([path, note_type, tags, where]) else "")
         )
-        return
-    _print_hits(hits, show_vault=len(vs) > 1)
+    else:
+        _print_hits(hits, show_vault=len(vs) > 1)
+    # A hit that holds none of the words typed is explained: the vault never uses the word, its synonyms
+    # were searched too.
+    for word, others in vs.searched_synonyms(query).items():
+        also = escape(", ".join(others))
+        err.print(f"[dim]no note holds {escape(repr(word))}: also searched for {also}[/]")
 
 
 def _print_hits(hits: list[Hit], show_vault: bool) -> None:

@@ -114,6 +114,16 @@ class VaultSet:
         merged.sort(key=lambda h: h.score, reverse=True)
         return merged[:limit]
 
+    def searched_synonyms(self, query: str, vault: str | None = None) -> dict[str, list[str]]:
+        """The words of ``query`` that no note of the vaults searched holds, each with the synonyms the
+        search also looked for (``Vault.searched_synonyms``; backends without it say nothing)."""
+        out: dict[str, list[str]] = {}
+        for v in self._select(vault, None):
+            said = getattr(v, "searched_synonyms", None)
+            for word, others in (said(query) if callable(said) else {}).items():
+                out[word] = list(dict.fromkeys([*out.get(word, []), *others]))
+        return out
+
     def read_note(self, path: str, vault: str | None = None) -> Note:
         """The note at ``path`` in ``vault``, or in the first vault (by priority) that has it."""
         for v in self._select(vault, None):

@@ -33,7 +33,7 @@ from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
 from ._synonyms import synonyms
 
-__all__ = ["SearchFilters", "search_index"]
+__all__ = ["SearchFilters", "search_index", "searched_synonyms"]
 
 _WORDS = re.compile(r"\w+", re.U)
 _RELAX_BELOW = 10  # relax a strict AND query when it finds fewer notes than this (or than the limit)
@@ -210,6 +210,17 @@ def search_index(
     if missing:
         passages.update(read_passages(index, missing))
     return [to_hit(vault_id, c, parsed, passages) for c in shown]
+
+
+def searched_synonyms(index: VaultIndex, query: str) -> dict[str, list[str]]:
+    """The words of ``query`` that no note holds, each with the synonyms a search for it also matches
+    (what ``search_index`` does with them, said to whoever reads the hits)."""
+    parsed = parse_query(query)
+    if parsed.empty:
+        return {}
+    _count_clauses(index, parsed.clauses())
+    _with_synonyms(index, parsed)
+    return dict(parsed.alternatives)
 
 
 def _with_synonyms(index: VaultIndex, parsed: ParsedQuery) -> bool:

@@ -25,7 +25,7 @@ from ._links import neighbors as _neighbors
 from ._model import Diagnostic, Hit, Note
 from ._parse import parse_note
 from ._scan import is_conflict_copy
-from ._search import SearchFilters, search_index
+from ._search import SearchFilters, search_index, searched_synonyms
 from ._templates import template_folders
 
 __all__ = ["Vault", "normalize_note_path", "to_epoch"]
@@ -201,6 +201,11 @@ class Vault:
             conflicts=include_conflicts,
         )
         return search_index(self._ready(), self.id, query, limit, filters)
+
+    def searched_synonyms(self, query: str) -> dict[str, list[str]]:
+        """The words of ``query`` no note holds, each with the synonyms ``search`` also looks for
+        ("sluggish" -> ["slow", ...]); {} when every word is in the vault."""
+        return searched_synonyms(self._ready(), query)
 
     def template_folders(self) -> tuple[str, ...]:
         """The folders Obsidian's Templates (or Templater) plugin takes templates from, as its settings
