@@ -519,6 +519,32 @@ def test_a_how_to_question_quotes_the_whole_procedure_once() -> None:
     assert not [line for line in lines if "1. Write code" in line]
 
 
+def test_a_how_to_question_gets_the_procedure_even_after_an_instruction() -> None:
+    from engine.llm.offline import answer
+
+    def note(name: str, text: str) -> dict[str, str]:
+        return {"text": text, "citation": f"[[{name}]]", "path": f"{name}.md"}
+
+    context = [
+        note("Journal/First roast", "My first home roast of coffee with a popcorn popper at home.\n"),
+        note(
+            "Roasting/Popper roasting",
+            "# Popper roasting\nA popcorn popper is the cheapest way to roast coffee at home.\n"
+            "## Choosing a popper\n- Use a popcorn popper with side vents to roast coffee.\n"
+            "## Method\n1. Work outdoors.\n2. Preheat for 30 seconds, then add 80 g of green beans.\n"
+            "3. Dump into a colander and cool.\n",
+        ),
+        note("Home", "Popcorn popper roasting of coffee at home: where I started.\n"),
+        note("Equipment/Roasters", "Home coffee roasters: a popcorn popper, a drum, a fluid bed.\n"),
+        note("Roasting/Stages", "At home, coffee roasting in a popcorn popper goes fast.\n"),
+        note("Roasting/Safety", "Roasting coffee at home in a popcorn popper can start a fire.\n"),
+    ]
+    task = "How do I roast coffee at home with a popcorn popper?"
+    lines = answer({"task": task, "context": context}).split("\n")
+    # the instruction ("Use a popper with side vents") is no procedure: the numbered steps are quoted
+    assert any(line.startswith("- 1. Work outdoors. 2. Preheat for 30 seconds") for line in lines), lines
+
+
 def test_section_headings_are_the_subtasks_own_words() -> None:
     from engine.llm.offline import synthesize
 

@@ -274,7 +274,7 @@ class Passage:
 def wanted_answers(query: str) -> set[str]:
     """The kinds of answer ``query`` asks for, beyond its words: a quantity ("number"), a cause
     ("reason"), who made something ("maker"), what something is ("definition"), how to do something
-    (the "steps" of a numbered list or an instruction)."""
+    (the "steps": the items of a numbered list; an imperative sentence alone is no procedure)."""
     kinds = {"number"} if _QUANTITY.search(query) else set()
     kinds |= {"reason"} if _WHY.search(query) else set()
     kinds |= {"maker"} if _WHO_MADE.search(query) else set()
@@ -292,7 +292,7 @@ def _gives(
     numbered: bool = False,
 ) -> tuple[str, ...]:
     checks: dict[str, Callable[[], object]] = {
-        "steps": lambda: numbered or _STEP.match(_CODE_SPAN.sub(" ", text)),  # "2. Use `git tag`"
+        "steps": lambda: numbered,  # an item of a numbered list: a step of a procedure
         "listed": lambda: asked & _stems(heading),  # "What theme ...?" under "### Themes"
         "number": lambda: _DIGIT.search(text),
         "reason": lambda: _REASON.search(text) or _WHY.search(heading),  # "## Why beans degas"
