@@ -607,10 +607,10 @@ def test_search_after_refresh_sees_changes(demo_copy: Path) -> None:
 def test_query_of_only_very_common_words_still_answers(demo: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     """When every word is too common to rank by (and so is their AND), search falls back to title
     matches and then to an unranked sample instead of scoring every passage, and still answers."""
-    from engine.vault import _search
+    from engine.vault import _counts
 
-    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
-    monkeypatch.setattr(_search, "_AFFORDABLE", 1)
+    monkeypatch.setattr(_counts, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
+    monkeypatch.setattr(_counts, "AFFORDABLE", 1)
     demo.index._counts.clear()
     hits = demo.search("espresso grind")
     assert hits
@@ -647,8 +647,8 @@ def test_query_of_only_common_words_is_still_ranked_while_bearable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing else ranked anything (every word common, and their AND too): the AND is still ranked by
-    BM25 up to ``_AFFORDABLE_LAST`` times the cap, and only past that taken as an unranked sample."""
-    from engine.vault import _search
+    BM25 up to ``AFFORDABLE_LAST`` times the cap, and only past that taken as an unranked sample."""
+    from engine.vault import _counts, _search
 
     notes: dict[str, str | bytes] = {
         "a.md": "Alpha and beta, once. " + FILLER * 4,
@@ -657,12 +657,12 @@ def test_query_of_only_common_words_is_still_ranked_while_bearable(
     }
     v = Vault(write_vault(tmp_path, notes))
     v.refresh()
-    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
-    monkeypatch.setattr(_search, "_AFFORDABLE", 1)
+    monkeypatch.setattr(_counts, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
+    monkeypatch.setattr(_counts, "AFFORDABLE", 1)
     by_id = [p for p, _ in sorted(v.index.query("SELECT path, id FROM files"), key=lambda r: r[1])]
     assert by_id[0] != "z.md"  # else a sample (in index order) would also put it first
     assert top(v, "alpha beta", 1) == ["z.md"]
-    monkeypatch.setattr(_search, "_AFFORDABLE_LAST", 2)  # the AND's 3 passages are past it: a sample
+    monkeypatch.setattr(_search, "AFFORDABLE_LAST", 2)  # the AND's 3 passages are past it: a sample
     v.index._counts.clear()
     assert paths(v.search("alpha beta")) == by_id
 
@@ -764,7 +764,7 @@ def test_a_query_of_common_words_ranks_the_notes_whose_names_hold_them_all(
 ) -> None:
     """Every word is common, and so is their AND in passages ("Sync Obsidian"): the few notes whose names
     hold them all are ranked (the note titled "Obsidian Sync" first), and no passage is scored."""
-    from engine.vault import _search
+    from engine.vault import _counts
 
     notes: dict[str, str | bytes] = {
         f"Log {i}.md": f"Sync with Obsidian, day {i}. " + FILLER for i in range(8)
@@ -775,7 +775,7 @@ def test_a_query_of_common_words_ranks_the_notes_whose_names_hold_them_all(
     v.refresh()
     by_id = [p for p, _ in sorted(v.index.query("SELECT path, id FROM files"), key=lambda r: r[1])]
     assert by_id[0] != "Obsidian Sync.md"  # else the passages' unranked sample would also put it first
-    monkeypatch.setattr(_search, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
+    monkeypatch.setattr(_counts, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
     v.index._counts.clear()
     issued = _issued(v, monkeypatch)
     assert top(v, "Sync Obsidian", 1) == ["Obsidian Sync.md"]
@@ -787,7 +787,7 @@ def test_an_alias_expansion_that_many_notes_hold_is_not_matched(
 ) -> None:
     """An alias in a question adds its note's title as a phrase to the whole-note ranking, unless that
     phrase is common: matching it would cost the most of the search and rank nothing."""
-    from engine.vault import _search
+    from engine.vault import _counts
 
     notes: dict[str, str | bytes] = {
         "Serial Peripheral Interface.md": "---\naliases: [SPI]\n---\nA four-wire bus for sensors.\n",
@@ -809,7 +809,7 @@ def test_an_alias_expansion_that_many_notes_hold_is_not_matched(
     assert v.search(question)
     assert any(phrase in m for m in matched)  # rare here: the title joins the whole-note ranking
     matched.clear()
-    monkeypatch.setattr(_search, "SELECTIVE", {**_search.SELECTIVE, "docs": (1, 0.0)})  # two notes hold it
+    monkeypatch.setattr(_counts, "SELECTIVE", {**_counts.SELECTIVE, "docs": (1, 0.0)})  # two notes hold it
     v.index._counts.clear()
     assert v.search(question)
     assert matched and not any(phrase in m for m in matched)

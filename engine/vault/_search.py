@@ -4,9 +4,11 @@ what each hit shows in ``_hits`` (its snippets in ``_snippets``).
 
 What a search costs is mostly the rows its ranking queries score: FTS5's ``bm25()`` looks up each matching
 row's size (~1.5 us a row), and counts every row holding each phrase of the query for its IDF (~0.1 us a
-row, for every occurrence of a phrase in the expression). The caps below (``SELECTIVE``, ``DOCS_BUDGET``,
-``_AFFORDABLE``) bound those rows; the rest of a search is a few lookups by key, done in as few statements
-as possible, and no stored column is read for a row that is only ranked.
+row, for every occurrence of a phrase in the expression). The caps (``DOCS_BUDGET`` below; ``SELECTIVE``
+and ``AFFORDABLE`` in ``_counts``, which counts the rows a word matches) bound those rows; the rest of a
+search is a few lookups by key, done in as few statements as possible, and no stored column is read for a
+row that is only ranked. What a search adds to the words typed (synonyms of a word no note holds, rare
+one-word names) is in ``_expand``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,17 @@ import weakref
 from typing import Any
 
 from ..text import ParsedQuery, parse_query
+from ._counts import (
+    AFFORDABLE_LAST,
+    SELECTIVE,
+    affordable,
+    count_clauses,
+    phrase,
+    row_cap,
+    row_count,
+    selective,
+)
+from ._expand import rare_name, searched_synonyms, with_synonyms
 from ._filters import SearchFilters, allowed
 from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs
 from ._hits import (
@@ -31,7 +44,6 @@ from ._hits import (
 )
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
-from ._synonyms import synonyms
 
 __all__ = ["SearchFilters", "search_index", "searched_synonyms"]
 
@@ -72,22 +84,7 @@ NAME_SCORE_WEIGHT = 0.25  # a name match is short, so its BM25 runs high: scale 
 SECOND_PASSAGE_WEIGHT = 0.6  # a second matching passage in the same note adds this share of its score
 SHORT_QUERY = 3  # up to this many words, try every word in one passage (AND) first
 EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
-# A word found in more than this share of passages (or names) is too common to rank by: scoring every
-# passage that holds it costs ~1 us each and its IDF adds little. It still counts in the AND query.
-SELECTIVE = {"fts": (2000, 0.01), "names": (300, 0.005), "docs": (500, 0.01)}
 DOCS_BUDGET = 1500  # whole notes scored per query, at most (about)
-# An AND query is ranked when it matches at most this many times the selective cap: scoring a row costs
-# ~1.5 us, so an AND of common words ("github stars": 6.9k of the 100 MB vault's passages) costs more than
-# all the rest of a search; such a query is ranked by its names and whole notes instead.
-_AFFORDABLE = 1
-# When nothing else ranked anything (every word is common, and so is their AND), the AND is still ranked
-# up to this many times the cap: slow, but rare (3% of the benchmark's queries); past it, a sample.
-_AFFORDABLE_LAST = 4
-# A one-word name is rare when at most this many notes hold its word (a floor, a share of the notes). On
-# the dev set every limit from 10 to 160 of its 13.4k notes gave the same ranks; 320 began to cost some.
-_RARE_NAME = (10, 0.005)
-_MAX_ALTERNATIVES = 8  # synonyms one absent query word may match
-_COUNTS_PER_STATEMENT = 300  # capped counts computed in one statement (each is a scalar subquery)
 # The index connection's page cache while it searches, in KiB. A search reads the doclists of its words and
 # the size of every row it scores (fts, names, docs): SQLite's default 2 MB let each search of the 100 MB
 # vault read ~1.5 MB through the OS again (~380 reads, 0.4 ms of system time); 16 MB: ~80 reads.
@@ -122,59 +119,54 @@ def search_index(
     candidates: dict[int, Candidate] = {}
     clauses = parsed.clauses()
     strict = parsed.strict()
-    _count_clauses(index, clauses)
-    if _with_synonyms(index, parsed):
+    count_clauses(index, clauses)
+    if with_synonyms(index, parsed):
         clauses, strict = parsed.clauses(), parsed.strict()
-        _count_clauses(index, clauses)
+        count_clauses(index, clauses)
     # A statement that can find nothing (a word of an AND that no row holds; an OR, or pairs, of words
     # fewer than it needs hold) is not issued: its doclists cost up to 0.4 ms to read for nothing.
-    found = {t: [c for c in clauses if _count(index, c, t)] for t in SELECTIVE}
+    found = {t: [c for c in clauses if row_count(index, c, t)] for t in SELECTIVE}
     every = {t: len(found[t]) == len(clauses) for t in SELECTIVE}
-    if len(clauses) <= SHORT_QUERY and every["fts"] and _affordable(index, strict, "fts", clauses):
+    if len(clauses) <= SHORT_QUERY and every["fts"] and affordable(index, strict, "fts", clauses):
         _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates)
     if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
-        chosen = _selective(index, clauses, "fts")
+        chosen = selective(index, clauses, "fts")
         live = [c for c in chosen if c in found["fts"]]
         if len(chosen) > 2 and len(live) > 1:
             _fetch_passages(index, _pairs(chosen, parsed), rank_where, rank_params, n_passages, candidates)
         elif len(chosen) <= 2 and live:
             _fetch_passages(index, parsed.relaxed(chosen), rank_where, rank_params, n_passages, candidates)
-    names = _selective(index, clauses, "names")
+    names = selective(index, clauses, "names")
     n_names = max(limit * 3, 30)
     if names:
         if any(c in found["names"] for c in names):
             _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, candidates)
-    elif every["names"] and _affordable(index, strict, "names", clauses):
+    elif every["names"] and affordable(index, strict, "names", clauses):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
-    keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query), lambda w: _rare_name(index, w))
+    keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query), lambda w: rare_name(index, w))
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
-    extra = [_phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
+    extra = [phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
     # An expansion is a rare phrase in a real vault ("serial peripheral interface"). One whose every word
     # many notes hold costs more to match than the rest of a search (position lists of common words:
     # ~0.35 ms of the median, up to 20 ms, at 100 MB) and tells the ranking little; a phrase with one rare
     # word is never common itself. Words recur from search to search, so their counts are mostly cached.
-    cap = _cap(index, "docs")
+    cap = row_cap(index, "docs")
     extra = [
         e
         for e in extra
-        if min((_count(index, _phrase(w), "docs") for w in _WORDS.findall(e)), default=cap + 1) <= cap
+        if min((row_count(index, phrase(w), "docs") for w in _WORDS.findall(e)), default=cap + 1) <= cap
     ]
     docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra, found["docs"])
     # Every word is very common: the notes whose names hold them all ("Sync Obsidian": the note named
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
     nothing = not candidates and not docs and not keys
-    if (
-        nothing
-        and every["names"]
-        and not names
-        and _affordable(index, strict, "names", times=_AFFORDABLE_LAST)
-    ):
+    if nothing and every["names"] and not names and affordable(index, strict, "names", times=AFFORDABLE_LAST):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
     if not candidates and not docs and not keys and every["fts"]:
         # Every word is very common (and so is their combination): ranked while that stays bearable, else
         # an unranked sample, better than nothing.
-        rank_all = _affordable(index, strict, "fts", times=_AFFORDABLE_LAST)
+        rank_all = affordable(index, strict, "fts", times=AFFORDABLE_LAST)
         _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=rank_all)
     if not candidates and not docs and not keys:
         return []
@@ -205,50 +197,11 @@ def search_index(
         c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk == NAME_ONLY and c.passages > FIRST_PASSAGES
     ]
     if long_notes:
-        _best_passages(index, _selective(index, clauses, "fts") or clauses, parsed, long_notes)
+        _best_passages(index, selective(index, clauses, "fts") or clauses, parsed, long_notes)
     missing = [r for c in shown for r in shown_rowids(c) if r not in read]
     if missing:
         passages.update(read_passages(index, missing))
     return [to_hit(vault_id, c, parsed, passages) for c in shown]
-
-
-def searched_synonyms(index: VaultIndex, query: str) -> dict[str, list[str]]:
-    """The words of ``query`` that no note holds, each with the synonyms a search for it also matches
-    (what ``search_index`` does with them, said to whoever reads the hits)."""
-    parsed = parse_query(query)
-    if parsed.empty:
-        return {}
-    _count_clauses(index, parsed.clauses())
-    _with_synonyms(index, parsed)
-    return dict(parsed.alternatives)
-
-
-def _with_synonyms(index: VaultIndex, parsed: ParsedQuery) -> bool:
-    """Let each query word that no note holds (in any field) match its synonyms that some note holds
-    ("sluggish" -> "slow"); whether any did. Words the vault uses are left alone (``_synonyms``)."""
-    absent = [
-        t for t in parsed.terms if not any(_count(index, _phrase(t), table) for table in ("docs", "names"))
-    ]
-    offered = {t: synonyms(t) for t in absent}
-    # A synonym counts once it is in one note: a count capped at 1 reads a word's first doclist page only.
-    _count_all(index, [(_phrase(w), 1, "docs") for words in offered.values() for w in words])
-    for term, words in offered.items():
-        used = [w for w in words if index.capped_count(_phrase(w), 1, "docs")]
-        if used:
-            parsed.alternatives[term] = used[:_MAX_ALTERNATIVES]
-    return bool(parsed.alternatives)
-
-
-def _rare_name(index: VaultIndex, word: str) -> bool:
-    """Whether a one-word note name found in the question is a rare word in the vault ("SPI", not
-    "Data"): such a name says which note the question is about even among several one-word names."""
-    floor, share = _RARE_NAME
-    limit = max(floor, int(share * index.note_count()))
-    return index.capped_count(_phrase(word), _cap(index, "docs") + 1, "docs") <= limit
-
-
-def _phrase(words: str) -> str:
-    return '"' + words.replace('"', '""') + '"'
 
 
 def _rank_docs(
@@ -263,12 +216,12 @@ def _rank_docs(
 ) -> list[int]:
     """Notes ranked by whole-note BM25 over the query's selective words (any of them) and the ``extra``
     phrases (expansions); ``found``: the clauses that some note holds."""
-    chosen = _within_budget(index, _selective(index, clauses, "docs"), DOCS_BUDGET) + extra
+    chosen = _within_budget(index, selective(index, clauses, "docs"), DOCS_BUDGET) + extra
     if chosen:
         if extra or any(c in found for c in chosen):
             return rank_docs(index, parsed.relaxed(chosen), where, params, _N_DOCS)
         return []
-    if len(found) == len(clauses) and _affordable(index, strict, "docs", clauses):
+    if len(found) == len(clauses) and affordable(index, strict, "docs", clauses):
         return rank_docs(index, strict, where, params, _N_DOCS)
     return []
 
@@ -276,7 +229,7 @@ def _rank_docs(
 def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[str]:
     """The rarest of ``chosen`` (rarest first) whose matches add up to at most ``budget`` rows: scoring
     costs about a microsecond a row, and the commonest words add the least to a ranking."""
-    cap = _cap(index, "docs")
+    cap = row_cap(index, "docs")
     kept: list[str] = []
     total = 0
     for clause in chosen:
@@ -333,57 +286,6 @@ def _pairs(clauses: list[str], parsed: ParsedQuery) -> str:
     every BM25 term by the same factor and so keeps BM25's ranking."""
     pairs = [f"({a} AND {b})" for i, a in enumerate(clauses) for b in clauses[i + 1 :]]
     return "(" + " OR ".join(pairs) + ")" + parsed.negation()
-
-
-def _cap(index: VaultIndex, table: str) -> int:
-    floor, share = SELECTIVE[table]
-    total = index.passage_count() if table == "fts" else index.note_count()
-    return max(floor, int(share * total))
-
-
-def _count(index: VaultIndex, clause: str, table: str) -> int:
-    """The rows of ``table`` that ``clause`` matches, capped as ``_selective`` counts them (cached)."""
-    return index.capped_count(clause, _cap(index, table) + 1, table)
-
-
-def _selective(index: VaultIndex, clauses: list[str], table: str) -> list[str]:
-    """The clauses rare enough to rank by, rarest first."""
-    cap = _cap(index, table)
-    counted = sorted((index.capped_count(c, cap + 1, table), c) for c in clauses)
-    return [c for n, c in counted if n <= cap]
-
-
-def _affordable(
-    index: VaultIndex, match: str, table: str, clauses: list[str] | None = None, times: int | None = None
-) -> bool:
-    """Whether ranking every row that ``match`` finds stays cheap (a sampled count decides). ``match``
-    being the AND of ``clauses`` (and maybe NOTs), it finds no more rows than its rarest clause."""
-    selective = _cap(index, table)
-    if clauses and min(index.capped_count(c, selective + 1, table) for c in clauses) <= selective:
-        return True
-    cap = (times or _AFFORDABLE) * selective
-    return index.capped_count(match, cap + 1, table) <= cap
-
-
-def _count_clauses(index: VaultIndex, clauses: list[str]) -> None:
-    """Count (capped, as ``_selective`` does) the rows of each table that each clause matches, all in
-    one statement, into the index's count cache: every count is cheap, but a statement each (three
-    tables, every word of a question) cost more than all of them together."""
-    _count_all(index, [(c, _cap(index, table) + 1, table) for table in SELECTIVE for c in clauses])
-
-
-def _count_all(index: VaultIndex, keys: list[tuple[str, int, str]]) -> None:
-    """``index.capped_count`` of each (match, cap, table) not cached yet, in as few statements as may be."""
-    todo = [key for key in dict.fromkeys(keys) if key not in index._counts]
-    for i in range(0, len(todo), _COUNTS_PER_STATEMENT):
-        chunk = todo[i : i + _COUNTS_PER_STATEMENT]
-        sql = "SELECT " + ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {t} WHERE {t} MATCH ? LIMIT ?))" for _, _, t in chunk
-        )
-        row = index.query(sql, [x for match, cap, _ in chunk for x in (match, cap)])[0]
-        if len(index._counts) > 50_000:  # bounded, as ``capped_count`` keeps it
-            index._counts.clear()
-        index._counts.update(zip(chunk, row))
 
 
 def _fetch_passages(
