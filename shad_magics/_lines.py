@@ -193,11 +193,13 @@ def runs(limit: int = 20) -> Any:
 
 def search(query: str, vaults: Sequence[str], limit: int = 10) -> Any:
     """Vault search as a DataFrame: path, title, heading (``""`` when the passage has none), score, snippet,
-    vault; it shows whole snippets, and notes as links."""
+    vault; it shows whole snippets, and notes as links, and says which synonyms were searched for a word
+    no note holds (``attrs["synonyms"]``)."""
     from ._links import vault_roots
 
-    hits = VaultSet(list(vaults)).search(query, limit=limit)
-    return search_frame(hits, vault_roots(vaults), query)
+    vs = VaultSet(list(vaults))
+    hits = vs.search(query, limit=limit)
+    return search_frame(hits, vault_roots(vaults), query, vs.searched_synonyms(query))
 
 
 def _configured(name: str) -> tuple[bool | None, str]:

@@ -308,7 +308,12 @@ def _search_html(frame: Any) -> str:
     ]  # fmt: skip
     query = frame.attrs.get("query")
     caption = f"{len(frame)} hit{'' if len(frame) == 1 else 's'}"
-    return _table(headers, rows, caption=caption + (f" for <i>{html.escape(query)}</i>" if query else ""))
+    caption += f" for <i>{html.escape(query)}</i>" if query else ""
+    for word, others in (frame.attrs.get("synonyms") or {}).items():
+        caption += (
+            f"; no note holds <i>{html.escape(word)}</i>: also searched for {html.escape(', '.join(others))}"
+        )
+    return _table(headers, rows, caption=caption)
 
 
 @cache
@@ -330,13 +335,19 @@ def _search_class() -> type:
     return SearchFrame
 
 
-def search_frame(hits: Iterable[Any], roots: Mapping[str, Path], query: str = "") -> Any:
-    """Vault search hits as a ``SearchFrame``; a hit without a heading has ``""`` (not None, not NaN)."""
+def search_frame(
+    hits: Iterable[Any],
+    roots: Mapping[str, Path],
+    query: str = "",
+    synonyms: Mapping[str, list[str]] | None = None,
+) -> Any:
+    """Vault search hits as a ``SearchFrame``; a hit without a heading has ``""`` (not None, not NaN).
+    ``synonyms``: the words of the query no note holds, with the synonyms searched for them."""
     rows = [{c: getattr(h, c) for c in SEARCH_COLUMNS} | {"heading": h.heading or ""} for h in hits]
     frame = _search_class()(rows, columns=SEARCH_COLUMNS)
     # absolute: a file:// link needs it, and the notebook's working folder may change before display
     absolute = {k: str(Path(v).expanduser().resolve()) for k, v in roots.items()}
-    frame.attrs.update(vault_roots=absolute, query=query)
+    frame.attrs.update(vault_roots=absolute, query=query, synonyms=dict(synonyms or {}))
     return frame
 
 

@@ -158,6 +158,10 @@ def test_search_shows_whole_snippets_links_and_a_dash_for_no_heading(
     relative = bundle(shell, shell.run_line_magic("shad", 'search descaled citric --vault "my notes"'))
     assert f'href="{html.escape(file_uri)}"' in relative["text/html"]
 
+    java = shell.run_line_magic("shad", "search java")  # no demo note says "java": its synonym is searched
+    assert java.attrs["synonyms"] == {"java": ["coffee"]} and len(java)
+    assert "no note holds <i>java</i>: also searched for coffee" in bundle(shell, java)["text/html"]
+
     demo = shell.run_line_magic("shad", "search rest beans after roasting --limit 5")
     page = bundle(shell, demo)["text/html"]
     for snippet in demo["snippet"]:
