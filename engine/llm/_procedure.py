@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 
-from ._offline_text import display_text
+from ._offline_text import _BLOCK_ID, display_text  # the passages' own block-id pattern
 
 __all__ = ["MAX_STEPS", "procedure"]
 
 MAX_STEPS = 12
 _ITEM = re.compile(r"^(\s*)(?:(\d{1,3})[.)]|[-*+])\s+(?:\[[ xX]\]\s+)?(.*)$")
-_BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
 
 
 def _item(line: str) -> tuple[int, str, str] | None:
