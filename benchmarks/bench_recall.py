@@ -5,15 +5,20 @@
     python benchmarks/bench_recall.py --questions F.jsonl --vault DIR
 
 Question sets: ``../shared/eval/dev_questions.jsonl`` (zettelkasten-dy, the dev set the team tunes on) and
-``benchmarks/questions/<vault>.jsonl`` for the other vaults (written by reading their notes).
+``benchmarks/questions/<vault>.jsonl`` for the other vaults (written by reading their notes). The **blind**
+sets, ``benchmarks/questions/blind/<vault>.jsonl`` (12 questions a vault), were written by someone who never
+saw the search code nor ran a search: notes picked at random (``random.Random(2026)``, notes already gold
+elsewhere left out), lookup, paraphrase and multi-hop questions worded as a user would ask. They are
+reported apart (``blind``), as the closest stand-in for a vault's questions nobody tuned on.
 
 The baseline is measured in the same run over the same notes: one FTS5 row per note (file name and whole
 text), the question's words (stop words out) OR-ed, ranked by ``bm25`` with the title weighted 5x — the
 plain BM25 with a title boost that Shad's search must beat.
 
-Prints one JSON object: per vault, recall@1/@10 for shad and bm25 (a hit is any gold note in the top k;
-multi-hop questions also report ``all@10``, every gold note in the top 10), by kind, the mean reciprocal
-rank of the first gold note in the top 10 (``mrr@10``), and p50 latency.
+Prints one JSON object: per vault (and under ``blind``, per vault of the blind sets), recall@1/@10 for
+shad and bm25 (a hit is any gold note in the top k; multi-hop questions also report ``all@10``, every gold
+note in the top 10), by kind, the mean reciprocal rank of the first gold note in the top 10 (``mrr@10``),
+and p50 latency.
 Absent questions have no gold note; their count is reported.
 """
 
@@ -48,6 +53,15 @@ def question_sets(shared: Path = SHARED) -> list[tuple[str, Path, Path]]:
     ]
     for name in ("obsidian-help", "obsidian-hub", "kepano-obsidian"):
         out.append((name, shared / "vaults" / name, ROOT / "benchmarks" / "questions" / f"{name}.jsonl"))
+    return [(n, v, q) for n, v, q in out if v.is_dir() and q.is_file()]
+
+
+def blind_sets(shared: Path = SHARED) -> list[tuple[str, Path, Path]]:
+    """(name, vault folder, question file) for each real vault that has a blind question file."""
+    names = ("zettelkasten-dy", "obsidian-help", "obsidian-hub", "kepano-obsidian")
+    out = [
+        (n, shared / "vaults" / n, ROOT / "benchmarks" / "questions" / "blind" / f"{n}.jsonl") for n in names
+    ]
     return [(n, v, q) for n, v, q in out if v.is_dir() and q.is_file()]
 
 
@@ -154,6 +168,26 @@ def run_vault(name: str, vault_dir: Path, question_file: Path, verbose: bool = F
     }
 
 
+def _report(sets: list[tuple[str, Path, Path]], verbose: bool) -> dict[str, Any]:
+    """Each set's results under ``vaults``, and ``shad_overall``/``bm25_overall`` over all of them
+    (weighted by answerable questions)."""
+    report: dict[str, Any] = {"vaults": {}}
+    for name, vault_dir, qfile in sets:
+        report["vaults"][name] = run_vault(name, vault_dir, qfile, verbose)
+    vaults = report["vaults"].values()
+    n = sum(v["answerable"] for v in vaults)
+    for system in ("shad", "bm25"):
+        overall = {
+            f"r@{k}": round(sum(v[system][f"r@{k}"] * v["answerable"] for v in vaults) / n, 3) if n else None
+            for k in KS
+        }
+        overall["mrr@10"] = (
+            round(sum(v[system]["mrr@10"] * v["answerable"] for v in vaults) / n, 3) if n else None
+        )
+        report[f"{system}_overall"] = overall
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--questions", help="one JSON-lines question file (with --vault)")
@@ -172,22 +206,12 @@ def main() -> None:
         sets = [s for s in question_sets() if not args.only or s[0] in args.only]
         if not sets:
             parser.error(f"no question sets found (is {SHARED} there?)")
-    report: dict[str, Any] = {
-        "baseline": f"FTS5 bm25 over whole notes, title x{TITLE_WEIGHT:g}",
-        "vaults": {},
-    }
-    for name, vault_dir, qfile in sets:
-        report["vaults"][name] = run_vault(name, vault_dir, qfile, args.verbose)
-    vaults = report["vaults"].values()
-    for system in ("shad", "bm25"):
-        n = sum(v["answerable"] for v in vaults)
-        report[f"{system}_overall"] = {
-            f"r@{k}": round(sum(v[system][f"r@{k}"] * v["answerable"] for v in vaults) / n, 3) if n else None
-            for k in KS
-        }
-        report[f"{system}_overall"]["mrr@10"] = (
-            round(sum(v[system]["mrr@10"] * v["answerable"] for v in vaults) / n, 3) if n else None
-        )
+    report: dict[str, Any] = {"baseline": f"FTS5 bm25 over whole notes, title x{TITLE_WEIGHT:g}"}
+    report.update(_report(sets, args.verbose))
+    if not args.questions:
+        blind = [s for s in blind_sets() if not args.only or s[0] in args.only]
+        if blind:
+            report["blind"] = _report(blind, args.verbose)
     print(json.dumps(report, indent=2))
     if not args.shad_home:
         shutil.rmtree(home, ignore_errors=True)

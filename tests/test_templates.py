@@ -73,6 +73,23 @@ def test_search_shows_templates_unless_retrieval_asks_it_not_to(make_vault: Make
     assert [h.path for h in inside] == ["Templates/City Template.md"]  # asked for by its folder
 
 
+def test_search_ranks_a_template_below_the_notes_it_makes(make_vault: MakeVault) -> None:
+    """A template holds every word of its kind of note and answers nothing: it ranks after them, still
+    first when asked for by name or inside its folder."""
+    notes = {
+        "Places/Kyoto.md": "---\ntype: City\n---\n# Kyoto\n\nOld capital. Coordinates: 35.02, 135.75.\n",
+        "Templates/City Template.md": "---\ntype: City\n---\n# {{title}}\nCity coordinates: 0, 0.\n",
+        ".obsidian/templates.json": json.dumps({"folder": "Templates"}),
+    }
+    vault = Vault(make_vault(notes))
+    found = [h.path for h in vault.search("city coordinates")]
+    assert found == ["Places/Kyoto.md", "Templates/City Template.md"]
+    assert vault.search("City Template")[0].path == "Templates/City Template.md"
+    assert vault.search("city coordinates", path="Templates")[0].path == "Templates/City Template.md"
+    (Path(vault.root) / ".obsidian/templates.json").unlink()  # no template folder: plain ranking again
+    assert vault.search("city coordinates")[0].path == "Templates/City Template.md"
+
+
 def test_retrieval_never_cites_a_template(make_vault: MakeVault) -> None:
     root = _vault(make_vault, {"templates.json": json.dumps({"folder": "Templates"})})
     direct = asyncio.run(DirectSearchRetriever(VaultSet([Vault(root)])).retrieve("city coordinates", "", "n"))

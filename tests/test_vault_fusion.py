@@ -163,10 +163,10 @@ def test_key_matches_finds_titles_and_aliases_in_a_question(tmp_path: Path) -> N
         },
     )
     ids = dict(v.index.query("SELECT path, id FROM files"))
-    found, exact = key_matches(v.index, "How many pages does Out of Control have?")
+    found, exact, _ = key_matches(v.index, "How many pages does Out of Control have?")
     assert found[0] == ids["Out of Control.md"]
     assert ids["The.md"] not in found  # a stop-word title is not a name in a question
-    found, exact = key_matches(v.index, "catalyst")
+    found, exact, _ = key_matches(v.index, "catalyst")
     assert exact == {ids["Catalyst license.md"]}
 
 
@@ -186,11 +186,47 @@ def test_a_rare_one_word_name_counts_among_many(tmp_path: Path) -> None:
     v = make_vault(tmp_path, notes)
     ids = dict(v.index.query("SELECT path, id FROM files"))
     question = "SPI is said to be similar to another two-wire chip protocol. Which line carries the data?"
-    found, _ = key_matches(v.index, question)
+    found, _, _ = key_matches(v.index, question)
     assert found == []  # four one-word names: none tells
-    found, _ = key_matches(v.index, question, rare=lambda word: word == "spi")
+    found, _, _ = key_matches(v.index, question, rare=lambda word: word == "spi")
     assert found == [ids["Hardware/Serial Peripheral Interface.md"]]
     assert top(v, question, 1) == ["Hardware/Serial Peripheral Interface.md"]
+
+
+def test_a_rare_title_of_several_words_in_the_question_counts_most(tmp_path: Path) -> None:
+    """The note whose title of two or more words the question uses, and few other notes do, is what the
+    question is about; an alias (often the broader subject) and a title many notes use count as a name."""
+    agents = "An agent acts for a principal. Agents are made of goals and rules. " * 2
+    notes = {f"Economics/Agent {i}.md": agents + FILLER for i in range(6)}
+    notes |= {
+        "Machine Learning/AI Agent.md": "A collection of:\n- an AI model\n- a reasoning loop\n- tools\n",
+        "Machine Learning/Agent Policy.md": "---\naliases: [AI agent policy]\n---\n" + agents,
+        "Machine Learning/Reasoning Loop.md": "Think, act, observe, repeat.\n",
+        "Topics/Obsidian Publish.md": "Publish notes as a site.\n",
+        **{f"Publish/P{i}.md": "Obsidian Publish hosts a site.\n" for i in range(12)},
+    }
+    v = make_vault(tmp_path, notes)
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+
+    def rare(name: str) -> bool:
+        return len(v.index.query("SELECT rowid FROM docs WHERE docs MATCH ?", (f'"{name}"',))) <= 3
+
+    named = key_matches(v.index, "What is an AI agent policy made of?", rare)
+    assert named.found[0] == ids["Machine Learning/Agent Policy.md"]  # the longest name first
+    assert ids["Machine Learning/Agent Policy.md"] not in named.phrases  # named by its alias
+    named = key_matches(v.index, "What is an AI agent made of?", rare)
+    assert named.phrases == {ids["Machine Learning/AI Agent.md"]}
+    named = key_matches(v.index, "Is a reasoning loop part of an AI agent?", rare)
+    assert len(named.found) == 2 and named.phrases == set()  # two notes named by title: neither is the one
+    named = key_matches(v.index, "Does Obsidian Publish host media?", rare)
+    assert ids["Topics/Obsidian Publish.md"] in named.found and named.phrases == set()  # 13 notes say it
+    # Ranked lower by its passages and whole text than a note that talks about AI agents at length, the
+    # note titled by the question's words still comes first; named by one word, it would not.
+    ranked = {"passages": [2, 3, 4, 1], "docs": [2, 3, 4, 1], "keys": [1]}
+    by_title = fuse(FusionInput(**ranked, phrases={1}))
+    assert max(by_title, key=lambda f: by_title[f]) == 1
+    by_word = fuse(FusionInput(**ranked))
+    assert max(by_word, key=lambda f: by_word[f]) == 2
 
 
 def test_fusion_keeps_exact_title_hits_first() -> None:

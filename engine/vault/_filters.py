@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._index import VaultIndex
 
-__all__ = ["SearchFilters", "allowed"]
+__all__ = ["SearchFilters", "allowed", "in_folders"]
 
 
 @dataclass
@@ -27,6 +27,9 @@ class SearchFilters:
     modified_before: float | None = None
     exclude: Sequence[str] = ()  # path prefixes to leave out
     conflicts: bool = False  # keep sync-conflict copies (left out by default: they are not sources)
+    # folders whose notes rank below the rest, not left out (the template folders: scaffolding that shares
+    # every word of its kind of note, "coordinates", "rating", but answers nothing)
+    demote: Sequence[str] = ()
 
     def narrows(self) -> bool:
         """Whether these filters leave out more than sync-conflict copies (few): when they do not, ranking
@@ -133,6 +136,16 @@ def _refused(index: VaultIndex, where: str, params: list[Any]) -> set[int]:
         )
         cached = _REFUSED[index] = (key, {r[0] for r in rows})
     return cached[1]
+
+
+def in_folders(index: VaultIndex, ids: Iterable[int], folders: Sequence[str]) -> set[int]:
+    """Those of ``ids`` whose note is inside one of ``folders`` (one primary-key lookup each)."""
+    ids = list(ids)
+    if not ids or not folders:
+        return set()
+    inside = " OR ".join("f.path LIKE ? ESCAPE '\\'" for _ in folders)
+    sql = f"SELECT f.id FROM files f WHERE f.id IN ({','.join(str(i) for i in ids)}) AND ({inside})"
+    return {r[0] for r in index.query(sql, [_like_prefix(folder.strip("/") + "/") for folder in folders])}
 
 
 def _like_prefix(prefix: str) -> str:

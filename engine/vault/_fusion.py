@@ -21,6 +21,7 @@ import heapq
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..text import STOP_WORDS
 from ._index import VaultIndex
@@ -28,6 +29,7 @@ from ._index_db import name_key
 
 __all__ = [
     "FusionInput",
+    "NamedInQuery",
     "expansions",
     "fuse",
     "fuse_linked",
@@ -42,7 +44,9 @@ NO_FILTER = "f.is_note = 1"  # the filter clause that leaves out nothing (as ``_
 # short word that questions use in passing, and a query that *is* an alias is caught by ``key_matches``.
 DOC_WEIGHTS = "8.0, 3.0, 2.0, 1.0, 1.0"
 RRF_K = 20  # rank offset: smaller favours the top of each list more
-LIST_WEIGHTS = {"passages": 1.0, "docs": 2.0, "keys": 0.3, "graph": 0.05}
+# "keys": a note named in the query ("Pipeline"), often in passing; "phrases": by its title of two or more
+# words, which few notes use ("What is an AI agent made of?": the note "AI Agent"), seldom by chance.
+LIST_WEIGHTS = {"passages": 1.0, "docs": 2.0, "keys": 0.3, "phrases": 1.0, "graph": 0.05}
 EXACT_BONUS = 1.0  # the whole query is a note's title or alias: above any fused score (at most ~0.15)
 MAX_NGRAM = 6  # longest title or alias looked for inside a question, in words
 GRAPH_SEEDS = 3  # the strongest hits whose links are followed
@@ -58,6 +62,16 @@ class FusionInput:
     docs: list[int] = field(default_factory=list)
     keys: list[int] = field(default_factory=list)
     exact: set[int] = field(default_factory=set)
+    phrases: set[int] = field(default_factory=set)  # of ``keys``: named by a title of two or more words
+
+
+class NamedInQuery(NamedTuple):
+    """What ``key_matches`` found: the notes named in a query, longest name first; those whose name is
+    the whole query; those named by a rare title of two or more words (``_named_by_title``)."""
+
+    found: list[int]
+    exact: set[int]
+    phrases: set[int]
 
 
 def rank_docs(index: VaultIndex, match: str, where: str, params: list[object], n: int) -> list[int]:
@@ -72,15 +86,13 @@ def rank_docs(index: VaultIndex, match: str, where: str, params: list[object], n
     return [row[0] for row in index.query(sql, [match, *params, n])]
 
 
-def key_matches(
-    index: VaultIndex, query: str, rare: Callable[[str], bool] | None = None
-) -> tuple[list[int], set[int]]:
-    """(notes whose title or alias occurs in ``query`` as a phrase, longest name first; notes whose title
-    or alias *is* the whole query). A one-word name counts only when it is not a stop word, and when few
-    notes are named by one word in the query or ``rare`` says the word is rare in the vault."""
+def key_matches(index: VaultIndex, query: str, rare: Callable[[str], bool] | None = None) -> NamedInQuery:
+    """The notes whose title or alias occurs in ``query`` as a phrase (``NamedInQuery``). A one-word name
+    counts only when it is not a stop word, and when few notes are named by one word in the query or
+    ``rare`` says the word is rare in the vault."""
     words = _WORDS.findall(query.lower())
     if not words:
-        return [], set()
+        return NamedInQuery([], set(), set())
     whole = " ".join(words)
     grams: dict[str, int] = {}
     for n in range(min(MAX_NGRAM, len(words)), 0, -1):
@@ -90,7 +102,7 @@ def key_matches(
                 continue
             grams.setdefault(gram, n)
     if not grams:
-        return [], set()
+        return NamedInQuery([], set(), set())
     found: dict[int, int] = {}
     named: dict[int, str] = {}
     exact: set[int] = set()
@@ -110,7 +122,28 @@ def key_matches(
         for fid in by_len
         if found[fid] > 1 or _rare(found, fid) or (rare is not None and rare(named[fid]))
     ]
-    return keep[:30], exact
+    keep = keep[:30]
+    return NamedInQuery(keep, exact, _named_by_title(index, keep, found, named, rare))
+
+
+def _named_by_title(
+    index: VaultIndex,
+    keep: list[int],
+    found: dict[int, int],
+    named: dict[int, str],
+    rare: Callable[[str], bool] | None,
+) -> set[int]:
+    """The note a query names by its title of two or more words, a title few notes use: what the query is
+    about. An alias is looser (often the broader subject: "Amortized Analysis" for the note "Amortized
+    Time"); a name many notes use ("Obsidian Publish" in the product's own help) is the vault's topic,
+    not the question's; with two notes named by title, neither is the one."""
+    several = [fid for fid in keep if found[fid] > 1]
+    if not several or rare is None:
+        return set()
+    titles = index.query(f"SELECT id, title FROM files WHERE id IN ({','.join('?' * len(several))})", several)
+    by_title = [fid for fid, title in titles if name_key(title or "") == named[fid]]
+    # Two notes named by their titles ("what grind size for a French press?"): both are the subject.
+    return {by_title[0]} if len(by_title) == 1 and rare(named[by_title[0]]) else set()
 
 
 def _rare(found: dict[int, int], fid: int) -> bool:
@@ -225,8 +258,8 @@ def _rrf(inp: FusionInput) -> dict[int, float]:
     scores: dict[int, float] = {}
     lists = (("passages", inp.passages), ("docs", inp.docs), ("keys", inp.keys))
     for name, ranked in lists:
-        weight = LIST_WEIGHTS[name]
         for rank, fid in enumerate(ranked, 1):
+            weight = LIST_WEIGHTS["phrases" if name == "keys" and fid in inp.phrases else name]
             scores[fid] = scores.get(fid, 0.0) + weight / (RRF_K + rank)
     return scores
 

@@ -29,7 +29,7 @@ from ._counts import (
     selective,
 )
 from ._expand import rare_name, searched_synonyms, with_synonyms
-from ._filters import SearchFilters, allowed
+from ._filters import SearchFilters, allowed, in_folders
 from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs
 from ._hits import (
     FIRST_PASSAGES,
@@ -85,6 +85,7 @@ SECOND_PASSAGE_WEIGHT = 0.6  # a second matching passage in the same note adds t
 SHORT_QUERY = 3  # up to this many words, try every word in one passage (AND) first
 EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
 DOCS_BUDGET = 1500  # whole notes scored per query, at most (about)
+DEMOTED = 0.5  # the fused score of a note in a ``filters.demote`` folder (a template) is multiplied by this
 # The index connection's page cache while it searches, in KiB. A search reads the doclists of its words and
 # the size of every row it scores (fts, names, docs): SQLite's default 2 MB let each search of the 100 MB
 # vault read ~1.5 MB through the OS again (~380 reads, 0.4 ms of system time); 16 MB: ~80 reads.
@@ -143,7 +144,7 @@ def search_index(
             _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, candidates)
     elif every["names"] and affordable(index, strict, "names", clauses):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
-    keys, exact = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query), lambda w: rare_name(index, w))
+    keys, exact, phrases = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query), lambda w: rare_name(index, w))
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
     extra = [phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
@@ -175,8 +176,10 @@ def search_index(
     # search, the ranking queries are not filtered in SQL): a note refused must not take a rank.
     ok = allowed(index, {*by_passage, *docs, *keys}, filters, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
-    inputs = FusionInput(by_passage, docs, keys, exact & ok)
+    inputs = FusionInput(by_passage, docs, keys, exact & ok, phrases & ok)
     scores = fuse_linked(index, inputs)
+    for fid in in_folders(index, scores, filters.demote) - inputs.exact:
+        scores[fid] *= DEMOTED
     for fid, value in scores.items():
         if fid not in candidates:
             candidates[fid] = Candidate(fid, NAME_ONLY, 0.0)

@@ -184,12 +184,14 @@ class Vault:
         present), ``where`` (frontmatter field -> value), modification dates. Sync-conflict copies are left
         out unless ``include_conflicts`` (they duplicate a real note; ``conflict_copies`` lists them);
         with ``include_templates=False`` (retrieval), so are the vault's template folders
-        (``template_folders``) unless ``path`` is inside one."""
+        (``template_folders``) unless ``path`` is inside one; otherwise their notes rank below the notes
+        made from them (scaffolding, no answer), unless named exactly or searched inside their folder."""
         if limit < 1:
             raise UsageError(f"limit must be at least 1 (got {limit})")
+        inside = (path or "").strip("/") + "/"
+        templates = [f for f in self.template_folders() if not inside.startswith(f + "/")]
         if not include_templates:
-            inside = (path or "").strip("/") + "/"
-            exclude = [*exclude, *(f for f in self.template_folders() if not inside.startswith(f + "/"))]
+            exclude = [*exclude, *templates]
         filters = SearchFilters(
             path=normalize_note_path(path) if path else None,
             type=type,
@@ -199,6 +201,7 @@ class Vault:
             modified_before=to_epoch(modified_before),
             exclude=tuple(exclude),
             conflicts=include_conflicts,
+            demote=tuple(templates) if include_templates else (),
         )
         return search_index(self._ready(), self.id, query, limit, filters)
 
