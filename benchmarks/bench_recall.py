@@ -6,10 +6,12 @@
 
 Question sets: ``../shared/eval/dev_questions.jsonl`` (zettelkasten-dy, the dev set the team tunes on) and
 ``benchmarks/questions/<vault>.jsonl`` for the other vaults (written by reading their notes). The **blind**
-sets, ``benchmarks/questions/blind/<vault>.jsonl`` (12 questions a vault), were written by someone who never
-saw the search code nor ran a search: notes picked at random (``random.Random(2026)``, notes already gold
-elsewhere left out), lookup, paraphrase and multi-hop questions worded as a user would ask. They are
-reported apart (``blind``), as the closest stand-in for a vault's questions nobody tuned on.
+sets, ``benchmarks/questions/blind/<vault>.jsonl``, were written by two helpers who never saw the search
+code nor ran a search: notes picked at random (``random.Random(2026)``, ids ``ho-``; then
+``random.Random(2027)``, ids ``b2-``; notes already gold elsewhere left out), lookup, paraphrase and
+multi-hop questions worded as a user would ask (kepano-obsidian had notes for only 14). They are reported
+apart (``blind``): the closest stand-in for a new vault's questions. Not untouched: the ``ho-`` batch was
+used to check two ranking changes, the ``b2-`` batch to choose the passage list's weight (2026-11-27).
 
 The baseline is measured in the same run over the same notes: one FTS5 row per note (file name and whole
 text), the question's words (stop words out) OR-ed, ranked by ``bm25`` with the title weighted 5x — the
