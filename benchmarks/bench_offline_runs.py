@@ -3,13 +3,16 @@
     python benchmarks/bench_offline_runs.py                       # the four real vaults in ../shared/vaults
     python benchmarks/bench_offline_runs.py --vault obsidian-help --limit 5
     python benchmarks/bench_offline_runs.py --questions F.jsonl --vault DIR
+    python benchmarks/bench_offline_runs.py --blind                # the blind question sets
 
 Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the dev set we tune on), and
-``benchmarks/questions/<vault>.jsonl`` for the other vaults. Prints one JSON object with, per vault:
+``benchmarks/questions/<vault>.jsonl`` for the other vaults; with ``--blind``, the blind sets
+(``benchmarks/questions/blind/``, see ``bench_recall.py``). Prints one JSON object with, per vault:
 
 - ``cites_a_gold_note`` (lookup and paraphrase: any gold path among the resolved citations) and
   ``cites_every_gold_note`` (multihop: all of them), as ``hits/questions`` and a rate;
-- ``answer_in_report``: the question's ``answer_contains`` phrase appears in the report (case-folded;
+- ``answer_in_report``: the question's ``answer_contains`` phrase appears in the report (case-folded, as
+  written or as a report shows it: ``[[Steph Ango]]`` as "Steph Ango", ``<https://x>`` as the URL;
   ``answer_not_in_report`` lists the questions whose report lacks it);
 - ``honest_on_absent``: absent questions that end with a non-empty ``uncovered`` list and no status of
   SUCCESS (the vault cannot answer them, and the run must say so);
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -40,10 +44,23 @@ sys.path.insert(0, str(ROOT))
 VAULTS = ("zettelkasten-dy", "obsidian-help", "obsidian-hub", "kepano-obsidian")
 
 
-def question_file(vault: str) -> Path:
+def question_file(vault: str, blind: bool = False) -> Path:
+    if blind:
+        return ROOT / "benchmarks" / "questions" / "blind" / f"{vault}.jsonl"
     if vault == "zettelkasten-dy":
         return SHARED / "eval" / "dev_questions.jsonl"
     return ROOT / "benchmarks" / "questions" / f"{vault}.jsonl"
+
+
+_WIKILINK = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
+_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
+
+
+def rendered(phrase: str) -> str:
+    """``phrase`` (copied from a note's Markdown) as a report shows it: a wikilink by its alias or target's
+    name, an autolink by its URL. The report's own claims cite notes; their answer text is plain."""
+    phrase = _WIKILINK.sub(lambda m: m.group(2) or m.group(1).rsplit("/", 1)[-1], phrase)
+    return _AUTOLINK.sub(r"\1", phrase)
 
 
 def load(paths: list[Path]) -> list[dict[str, Any]]:
@@ -87,7 +104,10 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
             asked += 1
             report_path = summary.get("report_path")
             report = Path(report_path).read_text(encoding="utf-8") if report_path else ""
-            holds = q["answer_contains"].casefold() in report.casefold()
+            holds = any(
+                p.casefold() in report.casefold()
+                for p in {q["answer_contains"], rendered(q["answer_contains"])}
+            )
             answered += holds
             agreement[f"{result.status.value.lower()}_{'with' if holds else 'without'}_answer"] += 1
             if not holds:
@@ -116,6 +136,9 @@ def main() -> None:
     parser.add_argument("--vault", action="append", help="a vault name in ../shared/vaults, or a folder")
     parser.add_argument("--questions", action="append", help="question file (with one --vault folder)")
     parser.add_argument("--limit", type=int, help="at most this many questions per vault")
+    parser.add_argument(
+        "--blind", action="store_true", help="the blind question sets (benchmarks/questions/blind)"
+    )
     args = parser.parse_args()
     os.environ["SHAD_HOME"] = tempfile.mkdtemp(prefix="shad-offline-")
     history = tempfile.mkdtemp(prefix="shad-offline-history-")
@@ -125,8 +148,8 @@ def main() -> None:
             parser.error("--questions needs exactly one --vault")
         plan = [(Path(args.vault[0]), load([Path(p) for p in args.questions]))]
     else:
-        names = args.vault or [v for v in VAULTS if question_file(v).is_file()]
-        plan = [(SHARED / "vaults" / n, load([question_file(n)])) for n in names]
+        names = args.vault or [v for v in VAULTS if question_file(v, args.blind).is_file()]
+        plan = [(SHARED / "vaults" / n, load([question_file(n, args.blind)])) for n in names]
     out: dict[str, Any] = {"provider": "offline", "vaults": {}}
     for vault, questions in plan:
         if not vault.is_dir():

@@ -683,3 +683,18 @@ def test_a_property_line_is_about_what_the_other_properties_say_the_note_is() ->
         task, [("Places/Kyoto", "Intro line.\nNote: shrine park nearby.\ncoordinates: 1, 2")]
     )
     assert [p.text for p in ranked][:1] == ["Note: shrine park nearby."]
+
+
+def test_what_something_is_made_of_is_answered_by_the_list_of_its_parts() -> None:
+    """ "What is an AI agent made up of?" wants the note's list of parts, not a sentence that happens to
+    say "made"."""
+    assert "parts" in wanted_answers("What is an AI agent made up of?")
+    assert "parts" in wanted_answers("Which components does a CPU consist of?")
+    assert "parts" not in wanted_answers("Who made the AI agent?")
+    items = [
+        ("Security/Trust and AI", "We need public AI models, made by academia and run by individuals."),
+        ("Machine Learning/AI Agent", "A collection of:\n- AI Model\n- Reasoning loop\n- Tools\n"),
+    ]
+    ranked = rank_passages("What is an AI agent made up of?", items)
+    assert ranked[0].text == "A collection of: AI Model; Reasoning loop; Tools"
+    assert "parts" in ranked[0].gives

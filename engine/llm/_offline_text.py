@@ -1,10 +1,7 @@
-"""Text helpers of the offline provider: passages, terms and extractive ranking. No model anywhere.
+"""Text helpers of the offline provider: terms and extractive ranking. No model anywhere.
 
-A context item's text is Markdown. ``display_text`` renders it the way Obsidian shows it (a wikilink
-shows its label, ``^block`` ids and embeds are hidden; code is kept as written), so quoted passages
-never carry links the context item did not give as its citation. ``passages`` splits it into quotable
-units: a list item, a table row or a sentence (headings and rules are skipped; a short code block right
-after a prose line is quoted with that line as inline code, other code is skipped). ``rank_passages``
+A context item's text is Markdown, split into quotable units by ``_offline_units`` (``passages``,
+``display_text``, re-exported here). ``rank_passages``
 scores each passage by the query terms it contains (stemmed, stop words out), each term weighted by its rarity
 among the passages (idf); terms found only in the item's heading or note path count at a lower weight.
 """
@@ -18,6 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..text import parse_query, stem, stems_of
+from ._offline_units import BLOCK_ID as _BLOCK_ID
+from ._offline_units import CODE_SPAN as _CODE_SPAN
+from ._offline_units import MAX_PASSAGE_CHARS, display_text, passages, quotable_units, split_sentences
+from ._offline_units import WORD as _WORD
 
 __all__ = [
     "DEFINED",
@@ -36,8 +37,6 @@ __all__ = [
     "wanted_answers",
 ]
 
-MIN_WORDS = 2
-MAX_PASSAGE_CHARS = 500
 LABEL_SHARE = 0.6
 KIND_BONUS = 0.1
 RANK_BONUS = 0.05
@@ -74,18 +73,6 @@ _REASON = re.compile(
 )
 _DIGIT = re.compile(r"(?<![^\W_])\d")  # a number, not the digit in "CO2" or "x86"
 DEFINED = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*\??\s*$", re.I)
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-_BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
-_LIST = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
-_QUOTE = re.compile(r"^\s*>\s?(?:\[![^\]]*\][-+]?\s*)?")
-_SENT_END = re.compile(r"(?<=[.!?])[\"”’)\]]*\s+(?=[\"“(\[*_]*[A-Z0-9])")
-_ABBREV = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|ca|no|fig|dr|mr|mrs|ms|st|jr|sr|al)\.|\b[A-Z]\.)$", re.I
-)
-_WORD = re.compile(r"[^\W_]+", re.U)
-_ONLY_LINKS = re.compile(r"\s*(?:[-*+]\s+|\d{1,3}[.)]\s+)?(?:!?\[\[[^\[\]\n]+\]\][\s,;.·|-]*)+")
-_CODE_SPAN = re.compile(r"(`+[^`\n]+?`+)")
-MAX_CODE_CHARS = 160  # a fenced block this short, right after a sentence, is quoted with it
 ANSWER_BONUS = 0.1
 POINTER_PENALTY = 0.2
 _STEP = re.compile(
@@ -97,7 +84,11 @@ _STEP = re.compile(
 _HOW_TO = re.compile(
     r"\bhow (?:do|can|should|would|could|to) (?:i|you|we|one)\b|\bhow to\b|\bsteps? to\b", re.I
 )
-_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s")
+_PARTS = re.compile(
+    r"\b(?:made (?:up )?of|consists? of|consisting of|(?:composed|comprised) of|comprises?|components?|"
+    r"parts of|elements of|ingredients|pieces of)\b",
+    re.I,
+)
 _POINTER = re.compile(
     r"\b(?:see|check out|refer to|learn (?:more|how)|read more|for more|more in[- ]depth|"
     r"(?:are|is) (?:commonly|frequently) asked)\b",
@@ -127,131 +118,6 @@ def _stems(text: str) -> set[str]:
     return stems_of(_WORD.findall(text.lower()))
 
 
-def _link_label(m: re.Match[str]) -> str:
-    if m.group(1):
-        return ""  # an embed shows its content, which is not in this text
-    target, _, alias = m.group(2).partition("|")
-    if alias.strip():
-        return alias.strip()
-    path, _, anchor = target.partition("#")
-    name = path.rstrip("\\").strip().rsplit("/", 1)[-1]
-    anchor = anchor.strip()
-    if anchor and not anchor.startswith("^"):
-        return f"{name} > {anchor}" if name else anchor
-    return name
-
-
-def display_text(text: str) -> str:
-    """Markdown as Obsidian displays it, as far as quoting cares: links become their labels. Code (fenced
-    blocks and `inline` spans) is shown as written: a syntax such as `![[Note#Heading]]` is the answer."""
-    out: list[str] = []
-    fenced = False
-    for line in text.split("\n"):
-        if line.strip().startswith(("```", "~~~")):
-            fenced = not fenced
-        if fenced or line.strip().startswith(("```", "~~~")):
-            out.append(line)
-            continue
-        pieces = _CODE_SPAN.split(line)  # odd pieces are code spans
-        out.append("".join(p if k % 2 else _WIKILINK.sub(_link_label, p) for k, p in enumerate(pieces)))
-    return "\n".join(out)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of one line of prose; no split after an abbreviation ("e.g.", "Dr.", "J.")."""
-    out: list[str] = []
-    for piece in _SENT_END.split(text.strip()):
-        if out and _ABBREV.search(out[-1]):
-            out[-1] = f"{out[-1]} {piece}"
-        elif piece:
-            out.append(piece)
-    return out
-
-
-def passages(text: str) -> list[str]:
-    """Quotable units of a Markdown section (see the module docstring), in order."""
-    return [unit for unit, _heading, links_only, _numbered in _units(text) if not links_only]
-
-
-def _units(text: str) -> list[tuple[str, str, bool, bool]]:
-    """(unit, the heading it sits under in ``text``, whether it is only links, whether it is an item of a
-    numbered list) for each quotable unit.
-    A line of links says nothing on its own, but under a heading that names what they are ("Plate
-    Boundaries": Divergent Margin, Transform Margins) the list is the answer."""
-    out: list[str] = []
-    under: list[str] = []
-    links_only: set[int] = set()
-    numbered: set[int] = set()
-    heading = ""
-    fenced = False
-    code: list[str] = []
-    prose_at: int | None = None  # the last unit, when it came from the prose line just before a fence
-    for source, raw in zip(text.split("\n"), display_text(text).split("\n"), strict=True):
-        line = raw.strip()
-        if not fenced and _ONLY_LINKS.fullmatch(source):
-            label = _BLOCK_ID.sub("", _LIST.sub("", line)).strip()
-            if heading and label and source.strip().startswith(("-", "*", "+")):
-                links_only.add(len(out))
-                out.append(label)
-                under.append(heading)
-            continue
-        if line.startswith(("```", "~~~")):
-            fenced = not fenced
-            if not fenced:
-                _attach_code(out, prose_at, code)
-                code, prose_at = [], None
-            continue
-        if fenced:
-            code += [line] if line else []
-            continue
-        if not line:
-            continue
-        prose_at = None
-        if line.startswith("#"):
-            heading = line.lstrip("#").strip()
-            continue
-        if re.fullmatch(r"[-*_=|:\s]{3,}", line):
-            continue
-        line = _BLOCK_ID.sub("", _QUOTE.sub("", line)).strip()
-        if line.startswith("|") or _LIST.match(line):
-            units = [_LIST.sub("", line).strip()]
-        else:
-            units = _with_answers(split_sentences(line))
-        for unit in units:
-            unit = unit.strip()
-            if len(_WORD.findall(unit)) >= MIN_WORDS:
-                if _NUMBERED.match(line):
-                    numbered.add(len(out))
-                out.append(unit)
-                under.append(heading)
-        if units and out and out[-1] == units[-1].strip() and not line.startswith("|"):
-            prose_at = len(out) - 1
-    return [(unit, under[k], k in links_only, k in numbered) for k, unit in enumerate(out)]
-
-
-def _with_answers(sentences: list[str]) -> list[str]:
-    """A question the text asks itself is quoted with the sentence after it, its answer ("*Should* one
-    use Obsidian for PHI? No, as of this document's date."): alone, the answer names nothing the query
-    asks for, and the question says nothing."""
-    out: list[str] = []
-    for sentence in sentences:
-        asked = out and _CODE_SPAN.sub(" ", out[-1]).rstrip(' *_"”’)').endswith("?")
-        if asked and len(out[-1]) + len(sentence) < MAX_PASSAGE_CHARS:
-            out[-1] = f"{out[-1]} {sentence}"
-        else:
-            out.append(sentence)
-    return out
-
-
-def _attach_code(out: list[str], at: int | None, code: list[str]) -> None:
-    """A short code block right after a prose line shows what that line says: quote it with it, as
-    inline code ("To embed a note: `![[Internal links]]`")."""
-    shown = " ".join(f"`{c}`" for c in code if "`" not in c)
-    if at is None or not code or len(shown) > MAX_CODE_CHARS or len(code) > 3 or "`" in "".join(code):
-        return
-    out[at] = f"{out[at]} {shown}"
-
-
 def clip(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:
     """At most ``limit`` characters, cut at a word boundary and marked with " …"."""
     if len(text) <= limit:
@@ -274,12 +140,14 @@ class Passage:
 def wanted_answers(query: str) -> set[str]:
     """The kinds of answer ``query`` asks for, beyond its words: a quantity ("number"), a cause
     ("reason"), who made something ("maker"), what something is ("definition"), how to do something
-    (the "steps": the items of a numbered list; an imperative sentence alone is no procedure)."""
+    (the "steps": the items of a numbered list; an imperative sentence alone is no procedure), what
+    something is made of (the "parts": a short list and the line introducing it)."""
     kinds = {"number"} if _QUANTITY.search(query) else set()
     kinds |= {"reason"} if _WHY.search(query) else set()
     kinds |= {"maker"} if _WHO_MADE.search(query) else set()
     kinds |= {"listed"} if _ASKED_KIND.search(query) else set()
     kinds |= {"steps"} if _HOW_TO.search(query) else set()
+    kinds |= {"parts"} if _PARTS.search(query) else set()
     return kinds | ({"definition"} if _definition_pattern(query) else set())
 
 
@@ -290,9 +158,11 @@ def _gives(
     defines: re.Pattern[str] | None,
     asked: frozenset[str],
     numbered: bool = False,
+    listed: bool = False,
 ) -> tuple[str, ...]:
     checks: dict[str, Callable[[], object]] = {
         "steps": lambda: numbered,  # an item of a numbered list: a step of a procedure
+        "parts": lambda: listed,  # "A collection of: AI Model; Reasoning loop; Tools"
         "listed": lambda: asked & _stems(heading),  # "What theme ...?" under "### Themes"
         "number": lambda: _DIGIT.search(text),
         "reason": lambda: _REASON.search(text) or _WHY.search(heading),  # "## Why beans degas"
@@ -319,15 +189,18 @@ def rank_passages(
     first. A passage must contain, or sit under a label
     containing, at least one term of ``query`` itself. Ties keep item order, then passage order."""
     q_terms = terms(query)
+    parts = _PARTS.search(query)
+    if parts:  # "made up of" asks for the parts; a passage with "made" in it is not about them
+        q_terms = [t for t in q_terms if t not in terms(parts.group(0))] or q_terms
     weights = dict.fromkeys(q_terms, 1.0)
     for t in terms(extra):
         weights.setdefault(t, extra_weight)
     if not weights:
         return []
     units = [
-        (i, j, p, _stems(p), _stems(heading), links, heading, step)
+        (i, j, p, _stems(p), _stems(heading), links, heading, step, listed)
         for i, (_, text) in enumerate(items)
-        for j, (p, heading, links, step) in enumerate(_units(text))
+        for j, (p, heading, links, step, listed) in enumerate(quotable_units(text))
     ]
     if not units:
         return []
@@ -348,10 +221,10 @@ def rank_passages(
     defines = _definition_pattern(query)
     asked = frozenset(stem(m.group(1).lower()) for m in _ASKED_KIND.finditer(query))
     ranked: list[Passage] = []
-    for i, j, text, stems, local, links, heading, step in units:
+    for i, j, text, stems, local, links, heading, step, listed in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
-        gives = _gives(text, heading, wanted, defines, asked, step)
+        gives = _gives(text, heading, wanted, defines, asked, step, listed)
         byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         about = labels[i] | described[i] if text in props[i] else labels[i]

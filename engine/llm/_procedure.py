@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from ._offline_text import _BLOCK_ID, display_text  # the passages' own block-id pattern
+from ._offline_units import BLOCK_ID as _BLOCK_ID  # the passages' own block-id pattern
+from ._offline_units import display_text
 
 __all__ = ["MAX_STEPS", "procedure"]
 
