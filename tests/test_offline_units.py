@@ -29,3 +29,33 @@ def test_a_joined_list_is_marked_as_one_and_links_show_their_labels() -> None:
     text = "Parts:\n- [[CPU|Processor]]\n- Memory bus\n"
     assert display_text(text) == "Parts:\n- Processor\n- Memory bus\n"
     assert quotable_units(text) == [("Parts: Processor; Memory bus", "", False, False, True)]
+
+
+def test_comments_are_hidden_as_in_reading_view_but_code_is_shown() -> None:
+    """ "%% ... %%" and "<!-- -->", on one line or across several, are never quoted; `%%` in code is the
+    answer to "how do I write a comment?"."""
+    text = (
+        "Visible %% hidden %% again.\n"
+        "%% Begin Hub: Released contributions %%\n"
+        "<!--\n### Unlisted\n- a hidden item\n-->\n"
+        "Use `%%` to start a comment, like `%%hidden%%`.\n"
+        "%%\n```\ncode in a comment\n```\n%%\n"
+        "```\n%% shown in a fence %%\n```\n"
+    )
+    shown = display_text(text)
+    assert len(shown.split("\n")) == len(text.split("\n"))  # line for line
+    assert "hidden" not in shown.replace("`%%hidden%%`", "") and "code in a comment" not in shown
+    assert "Use `%%` to start a comment, like `%%hidden%%`." in shown
+    assert "%% shown in a fence %%" in shown
+    assert passages(text)[0] == "Visible  again."
+
+
+def test_markdown_links_show_their_text_and_web_address() -> None:
+    line = (
+        "Links: [GitHub repository](https://github.com/x/y) or "
+        "[<button id=HH>Open in Obsidian</button>](obsidian://show-plugin?id=y) ![badge](https://img.x/b.svg)"
+    )
+    shown = "Links: GitHub repository (https://github.com/x/y) or Open in Obsidian"
+    assert display_text(line).rstrip() == shown
+    assert display_text("Website: <https://kon.foo/>") == "Website: https://kon.foo/"
+    assert display_text("Format text into HTML <kbd> tags.") == "Format text into HTML <kbd> tags."

@@ -26,6 +26,13 @@ MIN_WORDS = 2
 MAX_PASSAGE_CHARS = 500
 WORD = re.compile(r"[^\W_]+", re.U)
 CODE_SPAN = re.compile(r"(`+[^`\n]+?`+)")
+_COMMENTS = {"%%": "%%", "<!--": "-->"}  # comment opener -> its end
+# Layout tags whose content reading view shows as text; a tag named in prose ("HTML <kbd> tags") stays.
+_HTML_TAG = re.compile(
+    r"</?(?:a|b|br|button|center|div|em|font|i|img|mark|p|small|span|strong|sub|sup|u)(?:\s[^<>]*)?/?>", re.I
+)
+_MD_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
+_AUTOLINK = re.compile(r"<((?:https?|obsidian)://[^<>\s]+)>")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
 _LIST = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
@@ -57,19 +64,69 @@ def _link_label(m: re.Match[str]) -> str:
 
 
 def display_text(text: str) -> str:
-    """Markdown as Obsidian displays it, as far as quoting cares: links become their labels. Code (fenced
-    blocks and `inline` spans) is shown as written: a syntax such as `![[Note#Heading]]` is the answer."""
+    """Markdown as Obsidian displays it, as far as quoting cares: links become their labels; comments
+    (``%% ... %%``, ``<!-- ... -->``, on one line or several) are hidden, as in reading view. Code (fenced
+    blocks and `inline` spans) is shown as written: a syntax such as `![[Note#Heading]]` or `%%` is the
+    answer. One output line per input line."""
     out: list[str] = []
     fenced = False
+    closing: str | None = None  # the end of the comment the previous line left open
     for line in text.split("\n"):
-        if line.strip().startswith(("```", "~~~")):
+        if closing is None and line.strip().startswith(("```", "~~~")):
             fenced = not fenced
-        if fenced or line.strip().startswith(("```", "~~~")):
+        if closing is None and (fenced or line.strip().startswith(("```", "~~~"))):
             out.append(line)
             continue
-        pieces = CODE_SPAN.split(line)  # odd pieces are code spans
-        out.append("".join(p if k % 2 else _WIKILINK.sub(_link_label, p) for k, p in enumerate(pieces)))
+        shown: list[str] = []
+        for k, piece in enumerate(CODE_SPAN.split(line)):  # odd pieces are code spans
+            if k % 2:
+                shown += [] if closing else [piece]
+                continue
+            visible, closing = _uncommented(piece, closing)
+            shown.append(_shown_links(visible))
+        out.append("".join(shown))
     return "\n".join(out)
+
+
+def _shown_links(text: str) -> str:
+    """Links and inline HTML as reading view shows them: a wikilink by its label, a Markdown link by its
+    text and web address ("GitHub (https://github.com/x)"; the address may be what was asked), an image
+    not at all, an autolink by its address, a layout tag not at all (``<button>Open</button>``: "Open")."""
+    text = _HTML_TAG.sub("", text)
+    text = _MD_LINK.sub(_md_link_label, text)
+    text = _AUTOLINK.sub(r"\1", text)
+    return _WIKILINK.sub(_link_label, text)
+
+
+def _md_link_label(m: re.Match[str]) -> str:
+    label, url = m.group(2).strip(), m.group(3)
+    if m.group(1):
+        return ""  # an image shows itself, not words to quote
+    if not url.startswith(("http://", "https://")) or url in label:
+        return label or url
+    return f"{label} ({url})" if label else url
+
+
+def _uncommented(text: str, closing: str | None) -> tuple[str, str | None]:
+    """``text`` without its comments, inside one already open if ``closing`` (its end marker) is given;
+    and the end marker of the comment it leaves open, if any."""
+    kept: list[str] = []
+    at = 0
+    while at < len(text):
+        if closing:
+            end = text.find(closing, at)
+            if end < 0:
+                return "".join(kept), closing
+            at, closing = end + len(closing), None
+            continue
+        starts = [(i, opener) for opener in _COMMENTS if (i := text.find(opener, at)) >= 0]
+        if not starts:
+            kept.append(text[at:])
+            break
+        start, opener = min(starts)
+        kept.append(text[at:start])
+        at, closing = start + len(opener), _COMMENTS[opener]
+    return "".join(kept), closing
 
 
 def split_sentences(text: str) -> list[str]:
