@@ -24,6 +24,7 @@ from engine.vault._fusion import (
     fuse_linked,
     graph_neighbours,
     key_matches,
+    scoped_names,
 )
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -228,6 +229,41 @@ def test_a_rare_title_of_several_words_in_the_question_counts_most(tmp_path: Pat
     assert max(by_title, key=lambda f: by_title[f]) == 1
     by_word = fuse(FusionInput(**ranked))
     assert max(by_word, key=lambda f: by_word[f]) == 2
+
+
+def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: Path) -> None:
+    """ "The mathematical objection to the Turing test" names the note "Turing Test" to point at a more
+    specific one whose title adds words the question uses; so does "the 2022-07-30 Obsidian Roundup" for a
+    note in the folder of that name. Without such words ("What is the Turing test?", a note "Well Made 145
+    Kevin Kelly" for a question on Kevin Kelly) the name still counts."""
+    v = make_vault(
+        tmp_path,
+        {
+            "Philosophy/Turing Test.md": "A test of machine intelligence.\n",
+            "Philosophy/Turing Test Mathematical Objection.md": "Godel limits machines; Turing replied.\n",
+            "Obsidian Roundup/Obsidian Roundup.md": "Weekly news.\n",
+            "Obsidian Roundup/2022-07-30 Shirts and Tasks.md": "Free shipping with the code OBS.\n",
+            "People/Kevin Kelly.md": "type: Authors\n",
+            "Podcasts/Well Made 145 Kevin Kelly.md": "An episode.\n",
+        },
+    )
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    hub, child = ids["Philosophy/Turing Test.md"], ids["Philosophy/Turing Test Mathematical Objection.md"]
+
+    def scoped(query: str, named: int, other: int) -> set[int]:
+        return scoped_names(
+            v.index, FusionInput(passages=[named, other], docs=[other, named], keys=[named]), query
+        )
+
+    assert scoped("How did Turing answer the mathematical objection to the Turing test?", hub, child) == {hub}
+    assert scoped("What is the Turing test?", hub, child) == set()
+    roundup, issue = (
+        ids["Obsidian Roundup/Obsidian Roundup.md"],
+        ids["Obsidian Roundup/2022-07-30 Shirts and Tasks.md"],
+    )
+    assert scoped("Which code did the 2022-07-30 Obsidian Roundup give?", roundup, issue) == {roundup}
+    kelly, episode = ids["People/Kevin Kelly.md"], ids["Podcasts/Well Made 145 Kevin Kelly.md"]
+    assert scoped("What type of person is Kevin Kelly listed as?", kelly, episode) == set()
 
 
 def test_fusion_keeps_exact_title_hits_first() -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "key_matches",
     "linked_notes",
     "rank_docs",
+    "scoped_names",
 ]
 
 NO_FILTER = "f.is_note = 1"  # the filter clause that leaves out nothing (as ``_search`` spells it)
@@ -150,6 +151,44 @@ def _named_by_title(
 
 def _rare(found: dict[int, int], fid: int) -> bool:
     return sum(1 for n in found.values() if n == found[fid]) <= 3
+
+
+def scoped_names(index: VaultIndex, inp: FusionInput, query: str, near: int = 10) -> set[int]:
+    """Of the notes ``query`` names by their title, those it names only to say where to look: a more
+    specific note among the strongest hits (the first ``near`` of the passage or whole-note ranking) adds to
+    the name words the query also uses, in its title ("the mathematical objection to the Turing test": the
+    note "Turing Test Mathematical Objection") or in its title and folder ("the 2022-07-30 Obsidian
+    Roundup": "Obsidian Roundup/2022-07-30 Obsidian Shirts ..."). Such a name counts for nothing more."""
+    named = [fid for fid in inp.keys if fid not in inp.exact]
+    if not named:
+        return set()
+    strong = list(dict.fromkeys(inp.passages[:near] + inp.docs[:near]))
+    ids = list({*strong, *named})
+    rows = {
+        fid: (path, name_key(title or ""))
+        for fid, path, title in index.query(
+            f"SELECT id, path, title FROM files WHERE id IN ({','.join('?' * len(ids))})", ids
+        )
+    }
+    words = _WORDS.findall(query.lower())
+    spoken, asked = f" {' '.join(words)} ", set(words)
+    scoped: set[int] = set()
+    for fid in named:
+        key = rows.get(fid, ("", ""))[1]
+        if not key or f" {key} " not in spoken:  # named by an alias: often the broader subject already
+            continue
+        for other in strong:
+            if other == fid or other not in rows:
+                continue
+            path, title = rows[other]
+            added = [w for w in title.split() if w not in key.split() and w not in STOP_WORDS]
+            if not any(w in asked for w in added):
+                continue
+            within = title != key and f" {key} " in f" {title} "
+            if within or key in (name_key(folder) for folder in path.split("/")[:-1]):
+                scoped.add(fid)
+                break
+    return scoped
 
 
 def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -> list[str]:

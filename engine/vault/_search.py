@@ -30,7 +30,7 @@ from ._counts import (
 )
 from ._expand import rare_name, searched_synonyms, with_synonyms
 from ._filters import SearchFilters, allowed, in_folders
-from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs
+from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs, scoped_names
 from ._hits import (
     FIRST_PASSAGES,
     NAME_ONLY,
@@ -177,6 +177,8 @@ def search_index(
     ok = allowed(index, {*by_passage, *docs, *keys}, filters, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
     inputs = FusionInput(by_passage, docs, keys, exact & ok, phrases & ok)
+    scoped = scoped_names(index, inputs, query)
+    inputs.keys, inputs.phrases = [f for f in inputs.keys if f not in scoped], inputs.phrases - scoped
     scores = fuse_linked(index, inputs)
     for fid in in_folders(index, scores, filters.demote) - inputs.exact:
         scores[fid] *= DEMOTED
