@@ -235,7 +235,7 @@ def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: P
     """ "The mathematical objection to the Turing test" names the note "Turing Test" to point at a more
     specific one whose title adds words the question uses; so does "the 2022-07-30 Obsidian Roundup" for a
     note in the folder of that name. Without such words ("What is the Turing test?", a note "Well Made 145
-    Kevin Kelly" for a question on Kevin Kelly) the name still counts."""
+    Kevin Kelly" for a question on Kevin Kelly), or with one common word only, the name still counts."""
     v = make_vault(
         tmp_path,
         {
@@ -244,6 +244,7 @@ def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: P
             "Obsidian Roundup/Obsidian Roundup.md": "Weekly news.\n",
             "Obsidian Roundup/2022-07-30 Shirts and Tasks.md": "Free shipping with the code OBS.\n",
             "People/Kevin Kelly.md": "type: Authors\n",
+            "Podcasts/Well Made.md": "A podcast.\n",
             "Podcasts/Well Made 145 Kevin Kelly.md": "An episode.\n",
         },
     )
@@ -251,9 +252,8 @@ def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: P
     hub, child = ids["Philosophy/Turing Test.md"], ids["Philosophy/Turing Test Mathematical Objection.md"]
 
     def scoped(query: str, named: int, other: int) -> set[int]:
-        return scoped_names(
-            v.index, FusionInput(passages=[named, other], docs=[other, named], keys=[named]), query
-        )
+        inputs = FusionInput(passages=[named, other], docs=[other, named], keys=[named])
+        return scoped_names(v.index, inputs, query, rare=lambda word: word == "145")
 
     assert scoped("How did Turing answer the mathematical objection to the Turing test?", hub, child) == {hub}
     assert scoped("What is the Turing test?", hub, child) == set()
@@ -264,6 +264,11 @@ def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: P
     assert scoped("Which code did the 2022-07-30 Obsidian Roundup give?", roundup, issue) == {roundup}
     kelly, episode = ids["People/Kevin Kelly.md"], ids["Podcasts/Well Made 145 Kevin Kelly.md"]
     assert scoped("What type of person is Kevin Kelly listed as?", kelly, episode) == set()
+    show = ids["Podcasts/Well Made.md"]
+    assert scoped("Who was the guest of episode 145 of the Well Made podcast?", show, episode) == {
+        show
+    }  # rare
+    assert scoped("Has Kevin been a guest on the Well Made podcast?", show, episode) == set()  # one word
 
 
 def test_fusion_keeps_exact_title_hits_first() -> None:

@@ -153,12 +153,15 @@ def _rare(found: dict[int, int], fid: int) -> bool:
     return sum(1 for n in found.values() if n == found[fid]) <= 3
 
 
-def scoped_names(index: VaultIndex, inp: FusionInput, query: str, near: int = 10) -> set[int]:
+def scoped_names(
+    index: VaultIndex, inp: FusionInput, query: str, rare: Callable[[str], bool] | None = None, near: int = 10
+) -> set[int]:
     """Of the notes ``query`` names by their title, those it names only to say where to look: a more
     specific note among the strongest hits (the first ``near`` of the passage or whole-note ranking) adds to
     the name words the query also uses, in its title ("the mathematical objection to the Turing test": the
     note "Turing Test Mathematical Objection") or in its title and folder ("the 2022-07-30 Obsidian
-    Roundup": "Obsidian Roundup/2022-07-30 Obsidian Shirts ..."). Such a name counts for nothing more."""
+    Roundup": "Obsidian Roundup/2022-07-30 Obsidian Shirts ..."): two such words, or one that ``rare``
+    says is rare in the vault ("episode 145 of the Well Made podcast"). Such a name counts for no more."""
     named = [fid for fid in inp.keys if fid not in inp.exact]
     if not named:
         return set()
@@ -181,8 +184,9 @@ def scoped_names(index: VaultIndex, inp: FusionInput, query: str, near: int = 10
             if other == fid or other not in rows:
                 continue
             path, title = rows[other]
-            added = [w for w in title.split() if w not in key.split() and w not in STOP_WORDS]
-            if not any(w in asked for w in added):
+            shared = [w for w in title.split() if w in asked and w not in key.split() and w not in STOP_WORDS]
+            # One common word shared ("community") is chance; two, or one rare ("145"), are not.
+            if len(shared) < 2 and not (shared and rare is not None and rare(shared[0])):
                 continue
             within = title != key and f" {key} " in f" {title} "
             if within or key in (name_key(folder) for folder in path.split("/")[:-1]):

@@ -177,7 +177,7 @@ def search_index(
     ok = allowed(index, {*by_passage, *docs, *keys}, filters, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
     inputs = FusionInput(by_passage, docs, keys, exact & ok, phrases & ok)
-    scoped = scoped_names(index, inputs, query)
+    scoped = scoped_names(index, inputs, query, lambda w: rare_name(index, w))
     inputs.keys, inputs.phrases = [f for f in inputs.keys if f not in scoped], inputs.phrases - scoped
     scores = fuse_linked(index, inputs)
     for fid in in_folders(index, scores, filters.demote) - inputs.exact:
