@@ -4,8 +4,11 @@
   headings over frontmatter values and text), so a question whose words are spread over a note's title
   and several sections still finds it.
 - **Names in the question**: a note whose title or alias appears in the question as a phrase ("Who
-  directed Blade Runner?") — looked up in ``keys``, never by scanning. An alias inside a longer question
-  also expands the whole-note query with the note's title ("SPI" → "serial peripheral interface").
+  directed Blade Runner?") — looked up in ``keys``, never by scanning. A rare title of several words weighs
+  as much as a ranking ("What is an AI agent made of?"); a name that only says where to look (a stronger
+  hit's title adds words the question uses: "the mathematical objection to the Turing test") counts for
+  nothing more. An alias inside a longer question also expands the whole-note query with the note's title
+  ("SPI" → "serial peripheral interface").
 - **The link graph**: among the notes the query found, those linked from or to the strongest hits (one
   hop; hub notes left out) rise, most when linked with several of them. ``linked_notes`` gives the
   retrievers the notes one link away, for the second step of a two-step question.
