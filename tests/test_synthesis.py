@@ -53,6 +53,36 @@ def test_key_value_slots_conflict() -> None:
     assert {s.value for s in c.sides} == {"1:16", "1:12"}
 
 
+def test_properties_of_notes_the_task_does_not_name_are_not_one_thing() -> None:
+    """ "What website does that developer list?" found several developers' notes: each "Website:" line is
+    its own note's, not a disagreement. Numbers from such notes still conflict (the same quantity)."""
+    children = [
+        child(
+            "a", "What website does that developer list?", "Website: https://a.dev [[People/Developer-Mike]]"
+        ),
+        child(
+            "b", "What website does that developer list?", "Website: https://b.dev [[People/db-developer]]"
+        ),
+    ]
+    assert detect_conflicts(children) == []
+    children += [
+        child("c", "Rest beans", "Rest beans 3 days. [[A/B]]"),
+        child("d", "Rest", "Rest beans 7 days. [[C/D]]"),
+    ]
+    assert [c.kind for c in detect_conflicts(children)] == ["number"]
+    task = "Is the Latex OCR plugin mobile compatible?"
+    ids = [  # two notes the task names, each with its own ID: what each note is, not two answers
+        child("e", task, "Plugin ID: `latex-ocr` [[Plugins/latex-ocr]]"),
+        child("f", task, "Plugin ID: `latexocr` [[Plugins/latexocr#LaTeX-OCR]]"),
+    ]
+    assert detect_conflicts(ids) == []
+    ids = [
+        child("e", task, "Plugin ID: `latex-ocr-plus` [[Plugins/latex-ocr]]"),
+        child("f", task, "Plugin ID: `ocr-tools` [[Plugins/latexocr#LaTeX-OCR]]"),
+    ]
+    assert len(detect_conflicts(ids)) == 1  # IDs that are not their notes' names are compared
+
+
 def test_agreement_and_unrelated_facts_are_not_conflicts() -> None:
     children = [
         child("a", "t1", "Water at 94 °C is ideal. [[Brewing/Pour-over]]\nDTR of 20.0 % here. [[X/Y]]"),
@@ -129,8 +159,8 @@ def test_citation_attribution_per_sentence() -> None:
 def test_child_citations_used_when_a_statement_has_none() -> None:
     cites = [{"vault": "demo", "path": "Reference/Brew ratios.md", "heading": "Filter", "resolved": True}]
     children = [
-        child("a", "t1", "Brew ratio: 1:16", cites),
-        child("b", "t2", "Brew ratio: 1:15", ["[[Brewing/Pour-over]]"]),
+        child("a", "Brew ratios for filter", "Brew ratio: 1:16", cites),
+        child("b", "Pour-over brew ratio", "Brew ratio: 1:15", ["[[Brewing/Pour-over]]"]),
     ]
     (c,) = detect_conflicts(children)
     assert c.sides[0].citations == ["[[Reference/Brew ratios#Filter]]"]

@@ -16,7 +16,10 @@ copy ("Note (conflict 2024-01-02)", "Note.sync-conflict-...") counts as its orig
 with the same words from different notes are one statement copied. A side is *about what the task
 asks* when the task names its note (every content word of the note's name, or of the cited heading, is
 in the task): when one side of a slot is, the sides from notes the task does not name are about
-something else (a plugin page's "Mobile compatible: Yes" on another plugin) and are left out. When two
+something else (a plugin page's "Mobile compatible: Yes" on another plugin) and are left out; a ``key:
+value`` slot no side of which is named is no conflict at all (the "Website:" lines of two developers'
+notes, found for "what website does that developer list?", state each note's own property), and a value
+that is its note's own name ("Plugin ID: latex-ocr" in ``latex-ocr.md``) names the note. When two
 or more sources give a slot different values, that is a ``Conflict``: every side is kept with its
 subtask, node id, the statement and its citations. This is deliberately simple and errs towards
 missing a conflict rather than inventing one: the same quantity worded differently ("rest" vs
@@ -214,7 +217,10 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
             cited = cites or fallback[:3]
             source = source_of(cited[0]) if cited else f"node:{node_id}"
             named = bool(cited) and _names(asked, cited[0])
+            own_name = _same_words(source.rsplit("/", 1)[-1])
             for slot, label, value, kind in facts:
+                if kind == "key_value" and _same_words(value) == own_name:
+                    continue  # the note's own name ("Plugin ID: latex-ocr" in latex-ocr.md): what it is
                 if value:
                     entry = slots.setdefault(slot, {"label": label, "kind": kind, "sides": []})
                     side = ConflictSide(node_id, task, value, statement, cited, source)
@@ -225,6 +231,8 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
         candidates = entry["sides"]
         if any(named for named, _ in candidates):
             candidates = [c for c in candidates if c[0]]
+        elif entry["kind"] == "key_value":
+            continue  # each note's own property ("Website: ..." of two developers): not one thing
         sides: list[ConflictSide] = []
         for _, side in candidates:
             said = _same_words(side.statement)
