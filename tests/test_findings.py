@@ -13,7 +13,7 @@ import pytest
 from engine.codemode import Sandbox
 from engine.llm import LLMRequest, LLMResponse
 from engine.retrieval import CodeModeRetriever, DirectSearchRetriever, Findings
-from engine.vault import VaultSet
+from engine.vault import Vault, VaultSet
 
 pytestmark = pytest.mark.usefixtures("shad_home")
 
@@ -121,3 +121,66 @@ def test_a_script_request_names_what_the_dependencies_found(two_step: VaultSet) 
     # the engine follows links from the dependency's note, whatever the script found
     assert "Hardware/Inter-Integrated Circuit.md" not in [c.path for c in alone.context]
     assert "Hardware/Inter-Integrated Circuit.md" in [c.path for c in after.context]
+
+
+@pytest.fixture
+def developer(tmp_path: Path) -> Iterator[VaultSet]:
+    """A plugin's note links to its developer's note, which holds only "Website"; a category index links to
+    the plugin and 160 others and holds every word of the question; other developers' notes match the
+    question's words better than the one the first step found."""
+    root = tmp_path / "hub"
+    for folder in ("Plugins", "People", "Categories"):
+        (root / folder).mkdir(parents=True)
+    (root / "Plugins/katex.md").write_text("# KaTeX\n\nDeveloped by: [[pejakovic]]\nIn [[Uncategorized]].\n")
+    (root / "People/pejakovic.md").write_text("# pejakovic\n\n- Website: https://github.com/pejakovic\n")
+    index = "".join(f"- [[p{i}]]\n" for i in range(160))
+    (root / "Categories/Uncategorized.md").write_text(f"Each developer here lists a website.\n\n{index}")
+    for i in range(160):
+        (root / f"Plugins/p{i}.md").write_text(f"Plugin {i}.\n")
+    for name in ("Developer-Mike", "db-developer", *(f"developer-{i}" for i in range(8))):
+        (root / f"People/{name}.md").write_text(f"# {name}\n\n- Website: https://{name}.dev (a developer)\n")
+    vaults = VaultSet([root])
+    yield vaults
+    vaults.close()
+
+
+def test_a_second_step_reaches_the_note_one_link_away_not_a_category_index(developer: VaultSet) -> None:
+    task = "What website does that developer list?"
+    first = Findings((("n1", "Developed by: pejakovic [[Plugins/katex]]"),), (("hub", "Plugins/katex.md"),))
+    direct = asyncio.run(DirectSearchRetriever(developer, limit=4).retrieve(task, task, "n2", first))
+    paths = [c.path for c in direct.context]
+    assert "People/pejakovic.md" in paths  # holds "Website" only: found by that word
+    assert "Categories/Uncategorized.md" not in paths  # an index of 160 notes is no step of a question
+    ask, records = _Recorder(), dict[str, Any]()
+    ask.SCRIPT = ask.SCRIPT.replace("which line carries the data", "website developer")
+    retriever = _codemode(developer, ask, records)
+    try:
+        after = asyncio.run(retriever.retrieve(task, task, "n2", first))
+    finally:
+        retriever.sandbox.close()
+    linked = after.signals["linked"]
+    assert linked and [c.citation for c in after.context[: len(linked)]] == linked  # before the script's own
+    assert any("https://github.com/pejakovic" in c.text for c in after.context)
+    assert "Categories/Uncategorized.md" not in [c.path for c in after.context]
+
+
+class _CommonWords(Vault):
+    """A vault whose question words are all common: searching a note for all of them finds nothing (as
+    "website developer" in obsidian-hub's people notes), one of them finds the note."""
+
+    def search(self, query: str, limit: int = 10, path: str | None = None, **kw: Any) -> list[Any]:
+        if path and len(query.split()) > 1:
+            return []
+        return super().search(query, limit, path, **kw)
+
+
+def test_a_linked_note_holding_one_word_of_the_question_is_quoted_by_it(developer: VaultSet) -> None:
+    vaults = VaultSet([_CommonWords(developer.vaults[0].root)])
+    task = "What website does that developer list?"
+    first = Findings((("n1", "Developed by: pejakovic [[Plugins/katex]]"),), (("hub", "Plugins/katex.md"),))
+    try:
+        found = DirectSearchRetriever(vaults, limit=4).linked(task, list(first.notes), [], hop=True)
+    finally:
+        vaults.close()
+    assert [c.path for c in found][:1] == ["People/pejakovic.md"]
+    assert "https://github.com/pejakovic" in found[0].text

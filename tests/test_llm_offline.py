@@ -275,6 +275,28 @@ def test_decompose_respects_max_children_and_enumerations() -> None:
     assert strategies.validate_plan(data, sk, 4, 4).problems == []
 
 
+def test_a_clause_that_points_back_depends_on_the_one_before_it() -> None:
+    """ "... and what website does *that developer* list?" is the second step of a two-step question: it
+    runs after the first, and so retrieves knowing what that one found."""
+    sk = strategies.get("analysis")
+    goal = "Who developed the KaTeX to MathJax plugin, and what website does that developer list?"
+    data = _complete("decompose", {"goal": goal, "stages": sk.stage_dicts()}).data
+    by_task = {n["task"]: n for n in data["nodes"]}
+    first, second = (
+        by_task["Who developed the KaTeX to MathJax plugin"],
+        by_task["what website does that developer list?"],
+    )
+    assert first["id"] in second["depends_on"] and second["stage"] == first["stage"]
+    assert strategies.validate_plan(data, sk).problems == []
+    goal = "Who developed the KaTeX plugin, and what website does Obsidian list?"  # no pointer: side by side
+    data = _complete("decompose", {"goal": goal, "stages": sk.stage_dicts()}).data
+    by_task = {n["task"]: n for n in data["nodes"]}
+    assert (
+        by_task["Who developed the KaTeX plugin"]["id"]
+        not in by_task["what website does Obsidian list?"]["depends_on"]
+    )
+
+
 # --- synthesize -----------------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ counts are estimates (about four characters per token). The same inputs always g
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -48,6 +49,12 @@ MODEL = "offline-extractive"
 JUDGE_THRESHOLD = 0.6
 LEAD_SENTENCES = 4
 _CITE = re.compile(r"\[\[[^\[\]\n]+?\]\]")
+# Words that point back to something an earlier clause asked for.
+_BACK_REFERENCE = re.compile(
+    r"\b(?:that|this|those|these|the same|such)\s+(?!is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b)"
+    r"[a-z]|\b(?:he|she|him|her|his|hers|they|them|their|its)\b",
+    re.I,
+)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
 
 
@@ -173,7 +180,8 @@ def decompose(inputs: dict[str, Any]) -> dict[str, Any]:
         for t in _stage_keywords(s):
             spread[t] = spread.get(t, 0) + 1
     per_stage: dict[str, list[str]] = {s["name"]: [] for s in stages}
-    for clause, _ in split_clauses(goal):
+    clauses = [clause for clause, _ in split_clauses(goal)]
+    for clause in clauses:
         fits = [(_stage_fit(clause, s, spread), -i) for i, s in enumerate(stages)]
         best, neg_i = max(fits)  # ties: the earlier stage
         per_stage[(stages[-neg_i] if best > 0 else primary)["name"]].append(clause)
@@ -204,7 +212,20 @@ def decompose(inputs: dict[str, Any]) -> dict[str, Any]:
         for key in ("depends_on", "soft_depends_on"):
             for dep_stage in stage.get(key) or ():
                 n[key] += [d for d in by_stage.get(dep_stage, []) if d not in n["depends_on"] + n[key]]
+    _link_back_references(nodes, by_stage)
     return {"nodes": nodes, "waivers": []}
+
+
+def _link_back_references(nodes: list[dict[str, Any]], by_stage: dict[str, list[str]]) -> None:
+    """A clause that points back ("what website does *that developer* list?", "in *that* protocol") is the
+    second step of a two-step question: it depends on the clause before it in its stage, so it runs
+    knowing what that one found (the orchestrator hands a same-stage dependency's findings to retrieval)."""
+    by_id = {n["id"]: n for n in nodes}
+    for ids in by_stage.values():
+        for earlier, later in itertools.pairwise(ids):
+            node = by_id[later]
+            if _BACK_REFERENCE.search(node["task"]) and earlier not in node["depends_on"]:
+                node["depends_on"].append(earlier)
 
 
 def _stage_task(stage: dict[str, Any], goal: str) -> str:

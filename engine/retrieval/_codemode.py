@@ -269,14 +269,18 @@ class CodeModeRetriever:
         """The second step of a two-step question is one link away from what the script found: when the
         task has words the script's context lacks, the engine adds the sections of the notes linked from
         or to its notes that match the task best (no model call; the script's own items stay first).
-        ``first``: the notes the node's dependencies read, whose links are followed first."""
+        ``first``: the notes the node's dependencies read, whose links are followed first; then the linked
+        sections go before the script's items."""
         seeds = [*first, *((c.vault, c.path) for c in result.context)]
         linked = self.fallback.linked(
             task, seeds, result.context, most=LINKED_FROM + len(first), hop=bool(first)
         )
         if not linked:
             return result
-        items = [*result.context, *linked][: MAX_ITEMS + len(linked)]
+        # A second step's own search did not know what the first found ("that developer"): the sections one
+        # link from the first step's notes are the likelier answer and go first; otherwise the script's do.
+        items = [*linked, *result.context] if first else [*result.context, *linked]
+        items = items[: MAX_ITEMS + len(linked)]
         score, signals = retrieval_score(task, items)
         signals["script_signals"] = result.signals.get("script_signals", {})
         signals["linked"] = [c.citation for c in linked]

@@ -351,6 +351,12 @@ class DirectSearchRetriever:
                 if (seed_vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
                 found = vault.search(query, limit=1, path=path, exclude=self.exclude, include_templates=False)
+                for word in missing if not found else ():  # the note holds one of them (``linked``)
+                    found = vault.search(
+                        word, limit=1, path=path, exclude=self.exclude, include_templates=False
+                    )
+                    if found:
+                        break
                 if not found:
                     continue
                 best = found[0]

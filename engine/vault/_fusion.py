@@ -261,11 +261,18 @@ def graph_neighbours(index: VaultIndex, seeds: Iterable[int]) -> dict[int, list[
 
 def linked_notes(index: VaultIndex, path: str, match: str | None, limit: int) -> list[str]:
     """Paths of the notes linked from or to the note at ``path`` (one hop); with ``match`` (an FTS5
-    expression), only those that match it, best first."""
+    expression), only those that match it, best first, hub notes left out (a category's index linking to
+    more than MAX_LINKS notes holds every word of a question and answers none: "what website does that
+    developer list?" must reach the developer's note, not "Uncategorized plugins")."""
     row = index.query("SELECT id FROM files WHERE path = ? AND is_note = 1", (path,))
     if not row:
         return []
     ids = graph_neighbours(index, [row[0][0]]).get(row[0][0], [])
+    if ids and match:
+        marks = ",".join("?" * len(ids))
+        sql = f"SELECT src FROM edges WHERE src IN ({marks}) GROUP BY src HAVING count(*) > ?"
+        hubs = index.query(sql, [*ids, MAX_LINKS])
+        ids = [i for i in ids if i not in {h[0] for h in hubs}]
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
