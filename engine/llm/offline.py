@@ -180,8 +180,7 @@ def decompose(inputs: dict[str, Any]) -> dict[str, Any]:
         for t in _stage_keywords(s):
             spread[t] = spread.get(t, 0) + 1
     per_stage: dict[str, list[str]] = {s["name"]: [] for s in stages}
-    clauses = [clause for clause, _ in split_clauses(goal)]
-    for clause in clauses:
+    for clause, _ in split_clauses(goal):
         fits = [(_stage_fit(clause, s, spread), -i) for i, s in enumerate(stages)]
         best, neg_i = max(fits)  # ties: the earlier stage
         per_stage[(stages[-neg_i] if best > 0 else primary)["name"]].append(clause)
