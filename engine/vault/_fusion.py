@@ -146,10 +146,15 @@ def _named_by_title(
     several = [fid for fid in keep if found[fid] > 1]
     if not several or rare is None:
         return set()
-    titles = index.query(f"SELECT id, title FROM files WHERE id IN ({','.join('?' * len(several))})", several)
-    by_title = [fid for fid, title in titles if name_key(title or "") == named[fid]]
+    by_title = [fid for fid, (_path, title) in _names_of(index, several).items() if title == named[fid]]
     # Two notes named by their titles ("what grind size for a French press?"): both are the subject.
     return {by_title[0]} if len(by_title) == 1 and rare(named[by_title[0]]) else set()
+
+
+def _names_of(index: VaultIndex, ids: list[int]) -> dict[int, tuple[str, str]]:
+    """Note id -> (path, title as a lookup key: ``name_key``), in the order the index returns them."""
+    sql = f"SELECT id, path, title FROM files WHERE id IN ({','.join('?' * len(ids))})"
+    return {fid: (path, name_key(title or "")) for fid, path, title in index.query(sql, ids)}
 
 
 def _rare(found: dict[int, int], fid: int) -> bool:
@@ -169,13 +174,7 @@ def scoped_names(
     if not named:
         return set()
     strong = list(dict.fromkeys(inp.passages[:near] + inp.docs[:near]))
-    ids = list({*strong, *named})
-    rows = {
-        fid: (path, name_key(title or ""))
-        for fid, path, title in index.query(
-            f"SELECT id, path, title FROM files WHERE id IN ({','.join('?' * len(ids))})", ids
-        )
-    }
+    rows = _names_of(index, list({*strong, *named}))
     words = _WORDS.findall(query.lower())
     spoken, asked = f" {' '.join(words)} ", set(words)
     scoped: set[int] = set()
