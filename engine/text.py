@@ -7,6 +7,8 @@ break a query), and the caller tries a strict AND first and relaxes when it find
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import re
 import threading
 from dataclasses import dataclass, field
@@ -14,7 +16,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "ParsedQuery", "parse_query", "section_heading", "stem", "stems_of"]
+__all__ = ["STOP_WORDS", "ParsedQuery", "iso_dates", "parse_query", "section_heading", "stem", "stems_of"]
 
 STOP_WORDS = frozenset(
     """
@@ -179,3 +181,33 @@ def section_heading(task: str, goal: str, fallback: str = "") -> str:
     if not words:
         words = fallback.replace("_", " ").strip()
     return words[:1].upper() + words[1:] if words else task
+
+
+_MONTHS = {
+    m[:3]: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(), 1
+    )
+}
+_MONTH = (
+    r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:1[89]|20)\d\d)"
+_DATES = (
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I),  # August 20, 2022
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I),  # 20 August 2022
+)
+
+
+def iso_dates(text: str) -> list[str]:
+    """The dates ``text`` writes in words ("August 20, 2022", "20th of Aug 2022"), as ISO dates
+    ("2022-08-20"): the form daily notes and dated notes are named by."""
+    found: list[str] = []
+    for pattern in _DATES:
+        for m in pattern.finditer(text):
+            month, day = _MONTHS.get(m.group("month")[:3].lower(), 0), int(m.group("day"))
+            with contextlib.suppress(ValueError):  # "June 31": no date
+                found.append(datetime.date(int(m.group("year")), month, day).isoformat())
+    return list(dict.fromkeys(found))

@@ -813,3 +813,17 @@ def test_an_alias_expansion_that_many_notes_hold_is_not_matched(
     v.index._counts.clear()
     assert v.search(question)
     assert matched and not any(phrase in m for m in matched)
+
+
+def test_a_date_in_words_finds_the_note_its_iso_date_names(tmp_path: Path) -> None:
+    notes = {
+        "Roundup/2022-08-20 Mobile Git Backups.md": "Eleanor is off to Worldcon in Chicago.\n",
+        "Roundup/2022-07-20 Quick Share.md": "Worldcon is coming. Eleanor plans a Worldcon trip; Worldcon!\n",
+        "Roundup/2022-09-20 Canvas.md": "Eleanor on Worldcon, the Worldcon city, Worldcon panels.\n",
+        "Daily/2026-01-07.md": "Fixed the sink.\n",
+        "Daily/2026-07-01.md": "Fixed the door, fixed the sink plug: fixed it all.\n",  # the same numbers
+    }
+    v = Vault(write_vault(tmp_path / "v", notes))
+    asked = "In the August 20, 2022 roundup, which city was Eleanor going to for Worldcon?"
+    assert paths(v.search(asked))[0] == "Roundup/2022-08-20 Mobile Git Backups.md"
+    assert paths(v.search("What did I fix on the 7th of January 2026?"))[0] == "Daily/2026-01-07.md"

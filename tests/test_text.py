@@ -9,7 +9,7 @@ import threading
 
 import snowballstemmer
 
-from engine.text import stem, stems_of
+from engine.text import iso_dates, stem, stems_of
 
 
 def test_stems_are_porter2_and_a_doers_noun_holds_its_verb() -> None:
@@ -49,3 +49,9 @@ def test_threads_stemming_at_once_get_the_right_stems() -> None:
         sys.setswitchinterval(interval)
     assert not errors
     assert got == expected
+
+
+def test_dates_in_words_read_as_iso_dates() -> None:
+    assert iso_dates("the August 20, 2022 roundup") == ["2022-08-20"]
+    assert iso_dates("on the 3rd of Sept. 2021, and on 12 december 2019") == ["2021-09-03", "2019-12-12"]
+    assert iso_dates("June 31 2020, Mayday 12 2020, May 2022, 2022-08-20") == []  # no date, or already ISO

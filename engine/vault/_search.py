@@ -17,7 +17,7 @@ import re
 import weakref
 from typing import Any
 
-from ..text import ParsedQuery, parse_query
+from ..text import ParsedQuery, iso_dates, parse_query
 from ._counts import (
     AFFORDABLE_LAST,
     SELECTIVE,
@@ -77,6 +77,7 @@ _NAMES = (
 )
 _NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
 _NO_FILTER = "f.is_note = 1"
+DATED_NOTES = 3
 
 PASSAGE_WEIGHTS = "2.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
 NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0, 0.5"  # title, aliases, tags, all headings, frontmatter values
@@ -144,7 +145,12 @@ def search_index(
             _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, candidates)
     elif every["names"] and affordable(index, strict, "names", clauses):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
-    keys, exact, phrases = key_matches(index, _EXCLUDED_TOKEN.sub(" ", query), lambda w: rare_name(index, w))
+    # A date in words ("August 20, 2022") also looks for the ISO date dated notes are named by.
+    dates = iso_dates(query)
+    named = " ".join([_EXCLUDED_TOKEN.sub(" ", query), *dates])
+    keys, exact, phrases = key_matches(index, named, lambda w: rare_name(index, w))
+    dated = _dated_notes(index, dates)
+    keys, phrases = [*dated, *(k for k in keys if k not in dated)], phrases | set(dated)
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
     extra = [phrase(e) for e in expansions(index, [k for k in keys if k not in exact], query)]
@@ -158,6 +164,7 @@ def search_index(
         for e in extra
         if min((row_count(index, phrase(w), "docs") for w in _WORDS.findall(e)), default=cap + 1) <= cap
     ]
+    extra += [phrase(d) for d in dates]  # common words, but a whole date is rare (and rarely asked)
     docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra, found["docs"])
     # Every word is very common: the notes whose names hold them all ("Sync Obsidian": the note named
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
@@ -320,6 +327,18 @@ def _fetch_passages(
             into[fid] = Candidate(fid, rowid, score)
         elif count == 1:
             existing.score += SECOND_PASSAGE_WEIGHT * score
+
+
+def _dated_notes(index: VaultIndex, dates: list[str]) -> list[int]:
+    """The notes whose title holds one of ``dates`` ("2022-08-20 Mobile Git Backups"), when at most
+    ``DATED_NOTES`` share it: such a title names the note as a rare title does."""
+    found: list[int] = []
+    for date in dates:
+        match = f"title : {phrase(date)}"
+        rows = index.query("SELECT rowid FROM names WHERE names MATCH ? LIMIT ?", (match, DATED_NOTES + 1))
+        if len(rows) <= DATED_NOTES:
+            found += [fid for (fid,) in rows if fid not in found]
+    return found
 
 
 def _fetch_names(
