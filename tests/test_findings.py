@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli import caller
 
 from engine.codemode import Sandbox
 from engine.llm import LLMRequest, LLMResponse
-from engine.retrieval import CodeModeRetriever, DirectSearchRetriever, Findings
+from engine.retrieval import REFERENTS, CodeModeRetriever, DirectSearchRetriever, Findings
 from engine.vault import Vault, VaultSet
 
 pytestmark = pytest.mark.usefixtures("shad_home")
@@ -150,6 +151,8 @@ def test_a_second_step_reaches_the_note_one_link_away_not_a_category_index(devel
     direct = asyncio.run(DirectSearchRetriever(developer, limit=4).retrieve(task, task, "n2", first))
     paths = [c.path for c in direct.context]
     assert "People/pejakovic.md" in paths  # holds "Website" only: found by that word
+    # what "that developer" points at: the sections one link from the first step's notes
+    assert direct.signals[REFERENTS] == ["[[People/pejakovic#pejakovic]]"]
     assert "Categories/Uncategorized.md" not in paths  # an index of 160 notes is no step of a question
     ask, records = _Recorder(), dict[str, Any]()
     ask.SCRIPT = ask.SCRIPT.replace("which line carries the data", "website developer")
@@ -160,6 +163,7 @@ def test_a_second_step_reaches_the_note_one_link_away_not_a_category_index(devel
         retriever.sandbox.close()
     linked = after.signals["linked"]
     assert linked and [c.citation for c in after.context[: len(linked)]] == linked  # before the script's own
+    assert after.signals[REFERENTS] == linked
     assert any("https://github.com/pejakovic" in c.text for c in after.context)
     assert "Categories/Uncategorized.md" not in [c.path for c in after.context]
 
@@ -184,3 +188,21 @@ def test_a_linked_note_holding_one_word_of_the_question_is_quoted_by_it(develope
         vaults.close()
     assert [c.path for c in found][:1] == ["People/pejakovic.md"]
     assert "https://github.com/pejakovic" in found[0].text
+
+
+def test_a_two_step_report_answers_each_clause_in_its_own_section(
+    developer: VaultSet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Offline, end to end: the second clause quotes the website of the developer the first clause found,
+    not of notes named "developer", and the first clause's byline stays in its own section."""
+    goal = "Who developed the KaTeX plugin, and what website does that developer list?"
+    shad = caller(capsys)
+    root = str(developer.vaults[0].root)
+    done = shad("run", goal, "--vault", root, "--provider", "offline", "--json", "--no-checkpoints")
+    assert done.code in (0, 3), done.out + done.err
+    report = Path(done.json()["report_path"]).read_text(encoding="utf-8")
+    sections = {s.split("\n", 1)[0]: s for s in report.split("### ")[1:]}
+    website = sections["What website does that developer list?"]
+    first = next(line for line in website.splitlines() if line.startswith("- "))
+    assert "https://github.com/pejakovic" in first
+    assert "pejakovic" in sections["Who developed the KaTeX plugin"]

@@ -196,6 +196,17 @@ def test_a_passage_that_states_the_answer_ranks_above_one_that_points_elsewhere(
     assert answer_weight(ranked[0].text) > 0 > answer_weight(items[0][1]) and answer_weight(items[1][1]) < 0
 
 
+def test_the_noun_a_clause_points_back_with_counts_for_what_it_points_at_only() -> None:
+    items = [
+        ("Developer-Mike People/Developer-Mike.md", "- Website: https://developer-mike.dev"),
+        ("pejakovic People/pejakovic.md", "- Website: https://github.com/pejakovic"),
+    ]
+    query = "What website does that developer list?"
+    assert "developer-mike" in rank_passages(query, items)[0].text  # the note's name holds "developer"
+    ranked = rank_passages(query, items, referents=frozenset({1}))
+    assert ranked[0].text.endswith("github.com/pejakovic") and ranked[1].score < ranked[0].score
+
+
 def test_passages_are_quotable_units() -> None:
     text = (
         "## Heading\n\nFirst sentence here. Second one, e.g. with an abbreviation. ^blk\n"

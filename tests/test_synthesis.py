@@ -135,7 +135,7 @@ def test_repeated_bullets_are_dropped_across_sections() -> None:
     assert dropped == 2
     assert out.count("Rest beans 3 days") == 1 and out.count("Grind") == 1
     assert "- Something new here. [[E/F]]" in out
-    assert out.rstrip().endswith("### Third\n\n_Its passages are quoted in the sections above._")
+    assert out.rstrip().endswith("### Third\n\n_Its passages are quoted in the other sections._")
     assert drop_repeated_bullets(out) == (out, 0)
 
 
@@ -236,3 +236,18 @@ def test_a_fact_about_a_note_the_task_does_not_name_is_no_side() -> None:
     assert [c.slot for c in conflicts] == ["dtr (%)"]  # neither note named: both sides stand
     both = detect_conflicts([child("root", "Are Latex OCR and Handwriting OCR mobile compatible?", answer)])
     assert "mobile compatible" in [c.slot for c in both]
+
+
+def test_a_clause_section_keeps_its_items_before_a_framing_section_above_it() -> None:
+    text = (
+        "### Frame the question\n\n- Developed by: pejakovic [[Plugins/katex]]\n"
+        "- Plugin ID: katex [[Plugins/katex]]\n\n"
+        "### Who developed the KaTeX plugin\n\n- Developed by: pejakovic [[Plugins/katex]]\n"
+    )
+    out, dropped = drop_repeated_bullets(text, {"Who developed the KaTeX plugin"})
+    assert dropped == 1
+    frame, clause = out.split("### Who developed the KaTeX plugin")
+    assert "pejakovic" not in frame and "Plugin ID: katex" in frame
+    assert "- Developed by: pejakovic [[Plugins/katex]]" in clause
+    # without clause sections named, the first copy stays (as before)
+    assert "pejakovic" in drop_repeated_bullets(text)[0].split("### Who")[0]

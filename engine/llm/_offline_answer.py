@@ -51,7 +51,12 @@ def answer(inputs: dict[str, Any]) -> str:
     items = _context_items(inputs)
     if not items:
         return f"{NOTHING_FOUND}: no vault passages were retrieved for it."
-    ranked = rank_passages(task or goal, [(i["label"], i["text"]) for i in items], extra=goal if task else "")
+    # The sections one link from what the step this one builds on found (``referents``): what its "that
+    # developer" points at.
+    cited = {c for c in inputs.get("referents") or () if isinstance(c, str)}
+    referents = frozenset(k for k, i in enumerate(items) if i["citation"] in cited)
+    pairs = [(i["label"], i["text"]) for i in items]
+    ranked = rank_passages(task or goal, pairs, extra=goal if task else "", referents=referents)
     chosen: list[str | int] = []  # a bullet, or the item whose table rows go here
     rows: dict[int, list[str]] = {}
     keys: list[str] = []

@@ -28,6 +28,7 @@ __all__ = [
     "display_text",
     "estimate_tokens",
     "passages",
+    "pointed_terms",
     "properties",
     "rank_passages",
     "split_sentences",
@@ -114,6 +115,20 @@ def terms(text: str) -> list[str]:
     return list(dict.fromkeys(stem(w) for w in words if w))
 
 
+# The noun a clause points back with ("what website does *that developer* list?"): it names what an earlier
+# step found, not words to look for.
+_POINTED = re.compile(
+    r"\b(?:that|this|those|these|such|the same)\s+(?:same\s+)?"
+    r"(?!is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|does\b|did\b)([a-z][\w-]*)",
+    re.I,
+)
+
+
+def pointed_terms(query: str) -> frozenset[str]:
+    """Stems of the nouns ``query`` points back with ("developer" in "that developer")."""
+    return frozenset(t for m in _POINTED.finditer(query) for t in terms(m.group(1)))
+
+
 def _stems(text: str) -> set[str]:
     return stems_of(_WORD.findall(text.lower()))
 
@@ -173,7 +188,12 @@ def _gives(
 
 
 def rank_passages(
-    query: str, items: list[tuple[str, str]], *, extra: str = "", extra_weight: float = 0.5
+    query: str,
+    items: list[tuple[str, str]],
+    *,
+    extra: str = "",
+    extra_weight: float = 0.5,
+    referents: frozenset[int] = frozenset(),
 ) -> list[Passage]:
     """Passages of ``items`` ((label, text) pairs; the label is the item's heading and note path) that
     bear on ``query``, best first. ``extra`` (the overall goal) adds its terms at ``extra_weight``.
@@ -187,7 +207,11 @@ def rank_passages(
     plus ``answer_weight`` (a passage that states a syntax, a number or a step goes before one that only
     mentions the topic or points elsewhere), plus up to ``RANK_BONUS`` for items the retrieval ranked
     first. A passage must contain, or sit under a label
-    containing, at least one term of ``query`` itself. Ties keep item order, then passage order."""
+    containing, at least one term of ``query`` itself. Ties keep item order, then passage order.
+
+    ``referents``: the items that are what ``query`` points back at (the notes one link from what an
+    earlier step found, for "that developer"): the pointed noun is theirs, as if in their label, and
+    counts for no other item (the note *Developer-Mike* is not "that developer")."""
     q_terms = terms(query)
     parts = _PARTS.search(query)
     if parts:  # "made up of" asks for the parts; a passage with "made" in it is not about them
@@ -220,6 +244,9 @@ def rank_passages(
     maker_terms = [t for t in terms(maker.group(0)) if t in weights] if maker else []
     defines = _definition_pattern(query)
     asked = frozenset(stem(m.group(1).lower()) for m in _ASKED_KIND.finditer(query))
+    pointed = pointed_terms(query) if referents else frozenset()
+    if pointed:
+        labels = [label | pointed if i in referents else label - pointed for i, label in enumerate(labels)]
     ranked: list[Passage] = []
     for i, j, text, stems, local, links, heading, step, listed in units:
         if links and not any(t in local for t in q_terms):
@@ -229,6 +256,11 @@ def rank_passages(
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         about = labels[i] | described[i] if text in props[i] else labels[i]
         inherited = [t for t in weights if (t in about or t in local) and t not in stems]
+        if pointed:
+            own = [t for t in own if t not in pointed]
+            inherited = [
+                t for t in weights if t not in own and (i in referents if t in pointed else t in inherited)
+            ]
         if q_terms and not any(t in q_terms for t in own + inherited):
             continue  # only goal words, or nothing: not about this subtask
         if not own and not inherited:

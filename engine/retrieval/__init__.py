@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._codemode import API_DESCRIPTION, CodeModeRetriever, RecoveryPolicy
 from ._direct import (
+    REFERENTS,
     SECTION_CHARS,
     ContextItem,
     DirectSearchRetriever,
@@ -24,6 +25,7 @@ from ._findings import Findings
 
 __all__ = [
     "API_DESCRIPTION",
+    "REFERENTS",
     "SECTION_CHARS",
     "CodeModeRetriever",
     "ContextItem",

@@ -22,6 +22,7 @@ from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
 from ..vault import VaultSet, is_conflict_copy, properties_text
 from ._direct import (
     LINKED_FROM,
+    REFERENTS,
     ContextItem,
     DirectSearchRetriever,
     RetrievalResult,
@@ -284,6 +285,8 @@ class CodeModeRetriever:
         score, signals = retrieval_score(task, items)
         signals["script_signals"] = result.signals.get("script_signals", {})
         signals["linked"] = [c.citation for c in linked]
+        if first:
+            signals[REFERENTS] = signals["linked"]
         return RetrievalResult(
             items,
             [*result.queries, "notes linked with the script's notes"],

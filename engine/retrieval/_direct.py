@@ -25,6 +25,7 @@ from ._findings import Findings
 from .citations import make_citation
 
 __all__ = [
+    "REFERENTS",
     "ContextItem",
     "DirectSearchRetriever",
     "RetrievalResult",
@@ -36,6 +37,9 @@ __all__ = [
 
 _WORDS = re.compile(r"\w+", re.U)
 SECTION_CHARS = 1200
+# The signal naming the sections one link from what a node's dependencies read: what a second step's "that
+# developer" points at (the offline answer counts the pointed noun for them only).
+REFERENTS = "referents"
 LINKED_ITEMS = 2  # sections of notes linked with the best hits that may take the place of the last hits
 LINKED_FROM = 3  # the best hits whose links are followed
 
@@ -313,6 +317,8 @@ class DirectSearchRetriever:
             items = items[: max(1, self.limit - len(linked))] + linked
             queries.append("notes linked with the best hits")
         score, signals = retrieval_score(task, items)
+        if first and linked:
+            signals[REFERENTS] = [c.citation for c in linked]
         why = (
             f"{len(items)} section(s) from {len({(c.vault, c.path) for c in items})} note(s) for {queries!r}"
         )

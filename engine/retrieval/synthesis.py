@@ -32,6 +32,7 @@ an earlier one (near-identical, citations aside) is dropped.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -263,15 +264,34 @@ def _words(line: str) -> set[str]:
     return set(re.findall(r"[^\W_]+", _CITE.sub(" ", line).lower()))
 
 
-def drop_repeated_bullets(text: str) -> tuple[str, int]:
-    """(``text`` without list items that repeat an earlier list item, how many were dropped). A section
-    left with no item of its own says that its passages are quoted above."""
+def drop_repeated_bullets(text: str, first: Collection[str] = ()) -> tuple[str, int]:
+    """(``text`` without list items that repeat another list item, how many were dropped). An item is kept
+    where it first appears, except that the sections headed by one of ``first`` (the goal's own clauses)
+    keep their items before any other section does: "Who developed X?" keeps its byline, and the framing
+    section above it loses the copy. A section left with no item of its own says so."""
+    lines = text.split("\n")
+    section = [""] * len(lines)
+    heading = ""
+    for i, line in enumerate(lines):
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        section[i] = heading
+    wanted = set(first)
+    order = sorted(range(len(lines)), key=lambda i: (section[i] not in wanted, i))
     seen: list[set[str]] = []
+    dropped_at: set[int] = set()
+    for i in order:
+        line = lines[i]
+        if not (_BULLET.match(line) and "[[" in line) or line.startswith("#"):
+            continue
+        words = _words(_BULLET.sub("", line))
+        if words and any(len(words & w) / len(words | w) >= REPEAT_SHARE for w in seen):
+            dropped_at.add(i)
+        else:
+            seen.append(words)
     out: list[str] = []
-    dropped = 0
     section_start: int | None = None
-    kept_here = 0
-    removed_here = 0
+    kept_here = removed_here = 0
 
     def close_section() -> None:
         if section_start is not None and removed_here and not kept_here:
@@ -279,25 +299,20 @@ def drop_repeated_bullets(text: str) -> tuple[str, int]:
             while len(out) > section_start + 1 and not out[-1].strip():
                 out.pop()
                 blank += 1
-            out.extend(["", "_Its passages are quoted in the sections above._"] + [""] * min(blank, 1))
+            out.extend(["", "_Its passages are quoted in the other sections._"] + [""] * min(blank, 1))
 
-    for line in text.split("\n"):
+    for i, line in enumerate(lines):
         if line.startswith("#"):
             close_section()
             section_start, kept_here, removed_here = len(out), 0, 0
-            out.append(line)
+        elif i in dropped_at:
+            removed_here += 1
             continue
-        if _BULLET.match(line) and "[[" in line:
-            words = _words(_BULLET.sub("", line))
-            if words and any(len(words & w) / len(words | w) >= REPEAT_SHARE for w in seen):
-                dropped += 1
-                removed_here += 1
-                continue
-            seen.append(words)
+        elif _BULLET.match(line) and "[[" in line:
             kept_here += 1
         out.append(line)
     close_section()
-    return "\n".join(out), dropped
+    return "\n".join(out), len(dropped_at)
 
 
 def render_conflicts(conflicts: list[Conflict]) -> str:

@@ -24,6 +24,7 @@ from ..retrieval import citations as cite
 from ..retrieval import coverage as cover
 from ..retrieval import support as sup
 from ..retrieval.synthesis import Conflict, detect_conflicts, drop_repeated_bullets, render_conflicts
+from ..text import section_heading
 from ._conflict_checkpoint import gate as conflict_gate
 from ._context import RunContext
 from ._model_calls import ModelCalls
@@ -56,10 +57,22 @@ def _context(ctx: RunContext, node: Node) -> list[dict[str, Any]]:
     return items + [c for c in node.retrieval.get("context", []) if isinstance(c, dict) and c not in items]
 
 
+def clause_headings(ctx: RunContext) -> set[str]:
+    """The report headings of the subtasks that are one of the goal's own clauses (a report's repeated
+    items stay in those sections rather than in a strategy stage's, such as the framing)."""
+    goal = ctx.config.goal
+    lowered = " ".join(goal.split()).lower()
+    return {
+        section_heading(n.task, goal, n.id)
+        for n in ctx.run.dag
+        if n.depth == 1 and n.task.strip() and " ".join(n.task.split()).lower() in lowered
+    }
+
+
 async def check_root(ctx: RunContext, calls: ModelCalls, node: Node) -> None:
     """The root's answer before it is cached (see the module docstring); what was found is kept in
     ``node.retrieval`` ("repeats_dropped", "conflicts", "support"), so a cache hit keeps it too."""
-    node.answer, dropped = drop_repeated_bullets(node.answer)
+    node.answer, dropped = drop_repeated_bullets(node.answer, clause_headings(ctx))
     node.retrieval["repeats_dropped"] = dropped
     await _conflicts(ctx, calls, node)
     claims = sup.claims_of(node.answer)
@@ -218,7 +231,7 @@ def check_body(ctx: RunContext, body: str, root: Node | None) -> BodyChecks:
         ]
         method = str(recorded.get("method", "lexical"))
     else:  # the subtasks' answers, each under its task: they may repeat each other
-        body, dropped = drop_repeated_bullets(body)
+        body, dropped = drop_repeated_bullets(body, clause_headings(ctx))
         claims = sup.claims_of(body)
         verdicts, method = sup.check_lexically(claims, spans), "lexical"
         body = sup.flag_unsupported(body, verdicts)

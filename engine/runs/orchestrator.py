@@ -30,7 +30,7 @@ from ..events import (
 )
 from ..llm import LLMRequest, Tier
 from ..prompts import render
-from ..retrieval import Findings, RetrievalResult, Retriever
+from ..retrieval import REFERENTS, Findings, RetrievalResult, Retriever
 from ..store import StoreUnavailableError
 from ..text import section_heading
 from ._cache_steps import CacheSteps
@@ -230,7 +230,15 @@ class Orchestrator:
         # A step that builds on another of its own stage (a two-step question: "in *that* protocol, ...")
         # retrieves knowing what that one found; stages of a strategy (frame, gather, analyze) build on
         # each other's work, not on what it names, and their retrieval stays their own.
-        hops = [dep for dep in done if dep.stage == node.stage]
+        # A dependency whose retrieval stayed weak still answered from the best it found: still the lead.
+        answered = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag]
+        hops = [
+            dep
+            for dep in answered
+            if dep.stage == node.stage
+            and dep.answer
+            and (dep.status.ok or dep.status is NodeStatus.FAILED_WITH_DIAGNOSTIC)
+        ]
         found = Findings.of((dep.id, dep.answer or "", dep.retrieval or {}) for dep in hops)
         result: RetrievalResult = await self.retrieval.retrieve(node, found)  # tier C may ask a person
         context_dicts = [c.to_dict() for c in result.context]
@@ -264,7 +272,13 @@ class Orchestrator:
             system=ctx.system_prompt(node),
             node_id=node.id,
             max_tokens=900,
-            inputs={"task": node.task, "goal": goal, "packets": packets, "context": context_dicts},
+            inputs={
+                "task": node.task,
+                "goal": goal,
+                "packets": packets,
+                "context": context_dicts,
+                REFERENTS: result.signals.get(REFERENTS, []),
+            },
         )
         node.answer = (await self.calls.call(node, request)).text.strip()
         ctx.state.phase[node.id] = "verify"
