@@ -59,3 +59,21 @@ def test_markdown_links_show_their_text_and_web_address() -> None:
     assert display_text(line).rstrip() == shown
     assert display_text("Website: <https://kon.foo/>") == "Website: https://kon.foo/"
     assert display_text("Format text into HTML <kbd> tags.") == "Format text into HTML <kbd> tags."
+
+
+def test_a_glossary_entry_is_quoted_with_its_heading() -> None:
+    text = "# Commands\n### `C-a`\nMove to beginning of line\n### `C-e`\nMove to end of line\n"
+    units = [u for u, *_ in quotable_units(text)]
+    assert units == ["`C-a`: Move to beginning of line", "`C-e`: Move to end of line"]
+    # a section of several units, or one under a long heading, is quoted as written
+    two = "### Usage\nOpen the app first. Then press the key.\n"
+    assert [u for u, *_ in quotable_units(two)] == ["Open the app first.", "Then press the key."]
+
+
+def test_a_command_right_under_its_heading_is_quoted_with_it() -> None:
+    text = "Intro line of the note.\n# Interpreter Installation\n```\nsudo pacman -S clisp\n```\n"
+    text += "# Long\n```\n"
+    text += "\n".join(f"line {i}" for i in range(5)) + "\n```\n"
+    units = [u for u, *_ in quotable_units(text)]
+    assert "Interpreter Installation: `sudo pacman -S clisp`" in units
+    assert not any("line 0" in u for u in units)  # a longer block is no quote

@@ -40,6 +40,8 @@ _QUOTE = re.compile(r"^\s*>\s?(?:\[![^\]]*\][-+]?\s*)?")
 _SENT_END = re.compile(r"(?<=[.!?])[\"”’)\]]*\s+(?=[\"“(\[*_]*[A-Z0-9])")
 _ONLY_LINKS = re.compile(r"\s*(?:[-*+]\s+|\d{1,3}[.)]\s+)?(?:!?\[\[[^\[\]\n]+\]\][\s,;.·|-]*)+")
 MAX_CODE_CHARS = 160  # a fenced block this short, right after a sentence, is quoted with it
+MAX_TERM_WORDS = 6  # a heading this short, over a one-unit section, is quoted with the unit
+_ASKING = re.compile(r"\W*(?:why|how|what|when|where|who|which)\b", re.I)
 _NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s")
 _BULLET = re.compile(r"^\s*[-*+]\s+\S")
 MAX_LIST_ITEMS = 12  # a list this long at most, of items this short, is quoted with the line introducing it
@@ -159,6 +161,8 @@ def quotable_units(text: str) -> list[tuple[str, str, bool, bool, bool]]:
     fenced = False
     code: list[str] = []
     prose_at: int | None = None  # the last unit, when it came from the prose line just before a fence
+    section: list[int] = []  # the units under the current heading
+    titled: set[int] = set()  # units already quoted with their heading
     lines = _join_short_lists(list(zip(text.split("\n"), display_text(text).split("\n"), strict=True)))
     for source, raw in lines:
         joined = isinstance(raw, _Joined)
@@ -173,6 +177,12 @@ def quotable_units(text: str) -> list[tuple[str, str, bool, bool, bool]]:
         if line.startswith(("```", "~~~")):
             fenced = not fenced
             if not fenced:
+                if prose_at is None and not section and _short_code(code) and heading:
+                    # a command right under its heading: the heading says what it is for
+                    titled.add(len(out))
+                    section.append(len(out))
+                    out.append(f"{heading}: {_short_code(code)}")
+                    under.append(heading)
                 _attach_code(out, prose_at, code)
                 code, prose_at = [], None
             continue
@@ -183,7 +193,8 @@ def quotable_units(text: str) -> list[tuple[str, str, bool, bool, bool]]:
             continue
         prose_at = None
         if line.startswith("#"):
-            heading = line.lstrip("#").strip()
+            _title_sole_unit(out, section, titled, heading)
+            heading, section = line.lstrip("#").strip(), []
             continue
         if re.fullmatch(r"[-*_=|:\s]{3,}", line):
             continue
@@ -199,11 +210,37 @@ def quotable_units(text: str) -> list[tuple[str, str, bool, bool, bool]]:
                     numbered.add(len(out))
                 if joined:
                     listed.add(len(out))
+                section.append(len(out))
                 out.append(unit)
                 under.append(heading)
         if units and out and out[-1] == units[-1].strip() and not line.startswith("|"):
             prose_at = len(out) - 1
+    _title_sole_unit(out, section, titled, heading)
     return [(unit, under[k], k in links_only, k in numbered, k in listed) for k, unit in enumerate(out)]
+
+
+def _title_sole_unit(out: list[str], section: list[int], titled: set[int], heading: str) -> None:
+    """A section of one short unit under a short heading is an entry of a glossary (``### `C-a` `` /
+    "Move to beginning of line"): quoted with its heading, or the quote never says what it is about."""
+    if (
+        len(section) != 1
+        or section[0] in titled
+        or not heading
+        or len(WORD.findall(heading)) > MAX_TERM_WORDS
+        or _ASKING.match(heading)  # "Why beans degas" asks; its answer says what it is about
+    ):
+        return
+    k = section[0]
+    if len(out[k]) <= MAX_CODE_CHARS and heading.lower().strip("`*_ ") not in out[k].lower():
+        out[k] = f"{heading}: {out[k]}"
+
+
+def _short_code(code: list[str]) -> str:
+    """A fenced block of at most 3 short lines as inline code ("`sudo pacman -S clisp`"), else ''."""
+    shown = " ".join(f"`{c}`" for c in code)
+    return (
+        shown if code and len(code) <= 3 and len(shown) <= MAX_CODE_CHARS and "`" not in "".join(code) else ""
+    )
 
 
 class _Joined(str):
