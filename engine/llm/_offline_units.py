@@ -296,7 +296,6 @@ def _with_answers(sentences: list[str]) -> list[str]:
 def _attach_code(out: list[str], at: int | None, code: list[str]) -> None:
     """A short code block right after a prose line shows what that line says: quote it with it, as
     inline code ("To embed a note: `![[Internal links]]`")."""
-    shown = " ".join(f"`{c}`" for c in code if "`" not in c)
-    if at is None or not code or len(shown) > MAX_CODE_CHARS or len(code) > 3 or "`" in "".join(code):
-        return
-    out[at] = f"{out[at]} {shown}"
+    shown = _short_code(code)
+    if at is not None and shown:
+        out[at] = f"{out[at]} {shown}"
