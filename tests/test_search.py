@@ -827,3 +827,21 @@ def test_a_date_in_words_finds_the_note_its_iso_date_names(tmp_path: Path) -> No
     asked = "In the August 20, 2022 roundup, which city was Eleanor going to for Worldcon?"
     assert paths(v.search(asked))[0] == "Roundup/2022-08-20 Mobile Git Backups.md"
     assert paths(v.search("What did I fix on the 7th of January 2026?"))[0] == "Daily/2026-01-07.md"
+
+
+def test_a_section_most_notes_share_is_not_what_a_hit_shows(tmp_path: Path) -> None:
+    """Every note ends with a template's footer ("This note in GitHub"): a hit shows its own passage."""
+    footer = "\n## This note in GitHub\n[Edit this note in GitHub](https://github.dev/{n}) | Copy this note\n"
+    notes = {f"Plugins/p{i}.md": f"# P{i}\n\nPlugin number {i} sorts lists.\n" + footer for i in range(30)}
+    notes["People/sspaeti.md"] = "# sspaeti\n\nA bio will come here, one day.\n" + footer
+    notes["Plugins/metatable.md"] = "# Metatable\n\nShows the frontmatter of a note as a table.\n" + footer
+    v = Vault(write_vault(tmp_path / "v", notes))
+    for query, path in (
+        ("Which GitHub user is sspaeti?", "People/sspaeti.md"),  # found by its name
+        ("What does the Metatable plugin show in a note in GitHub?", "Plugins/metatable.md"),
+    ):
+        hit = next(h for h in v.search(query) if h.path == path)
+        assert hit.heading != "This note in GitHub", (query, hit)
+    # a heading few notes share is shown as before
+    few = Vault(write_vault(tmp_path / "few", {"a.md": "# A\n\nIntro.\n" + footer, "b.md": "# B\n\nText.\n"}))
+    assert few.search("note in GitHub")[0].heading == "This note in GitHub"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "list_only",
     "meta_and_passages",
     "read_passages",
+    "shown_chunk",
     "shown_rowids",
     "to_hit",
 ]
@@ -118,22 +120,44 @@ def read_passages(index: VaultIndex, rowids: list[int]) -> dict[int, tuple[str |
     return {rowid: (heading, body, trail or "") for rowid, heading, body, trail in rows}
 
 
+def shown_chunk(
+    c: Candidate,
+    words: list[str],
+    passages: dict[int, tuple[str | None, str, str]],
+    avoid: Collection[str] = (),
+    density: dict[int, float] | None = None,
+) -> int:
+    """The passage a hit shows: its best one; for a note matched on its name, its opening (named by the
+    whole query) or the best of its first passages, under none of the headings ``avoid`` if it has
+    another (-1: none read). ``density``: each passage's query-word density, kept across calls."""
+    if c.chunk >= 0:
+        return c.chunk
+    lo = c.fid << CHUNK_BITS
+    rows = [r for r in range(lo, lo + FIRST_PASSAGES) if r in passages]
+    rows = [r for r in rows if passages[r][0] not in avoid] or rows
+    opening = [r for r in rows if _PROSE.search(passages[r][1])][:1] if c.chunk == OPENING else []
+    if opening:
+        return opening[0]
+    seen = {} if density is None else density
+
+    def dense(r: int) -> float:
+        if r not in seen:
+            seen[r] = densest_window(passages[r][1], words)[0]
+        return seen[r]
+
+    return max(rows, key=dense) if rows else -1
+
+
 def to_hit(
-    vault_id: str, c: Candidate, parsed: ParsedQuery, passages: dict[int, tuple[str | None, str, str]]
+    vault_id: str,
+    c: Candidate,
+    parsed: ParsedQuery,
+    passages: dict[int, tuple[str | None, str, str]],
+    avoid: Collection[str] = (),
+    density: dict[int, float] | None = None,
 ) -> Hit:
     words = parsed.words()
-    chunk = c.chunk
-    if chunk < 0:  # matched on its name: its opening, or the best of its first passages
-        lo = c.fid << CHUNK_BITS
-        rows = [r for r in range(lo, lo + FIRST_PASSAGES) if r in passages]
-        opening = [r for r in rows if _PROSE.search(passages[r][1])][:1] if chunk == OPENING else []
-        chunk = (
-            opening[0]
-            if opening
-            else max(rows, key=lambda r: densest_window(passages[r][1], words)[0])
-            if rows
-            else -1
-        )
+    chunk = shown_chunk(c, words, passages, avoid, density)
     heading, body, _trail = passages.get(chunk, (None, "", ""))
     snippet, _ = make_snippet(body, words)
     passage = passage_window(passages, chunk, c.fid << CHUNK_BITS) if chunk >= 0 else ""

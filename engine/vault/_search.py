@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from ..text import ParsedQuery, iso_dates, parse_query
@@ -39,6 +40,7 @@ from ._hits import (
     list_only,
     meta_and_passages,
     read_passages,
+    shown_chunk,
     shown_rowids,
     to_hit,
 )
@@ -78,6 +80,7 @@ _NAMES = (
 _NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
 _NO_FILTER = "f.is_note = 1"
 DATED_NOTES = 3
+BOILERPLATE_SHARE, BOILERPLATE_NOTES = 0.5, 20
 
 PASSAGE_WEIGHTS = "2.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
 NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0, 0.5"  # title, aliases, tags, all headings, frontmatter values
@@ -205,15 +208,29 @@ def search_index(
     passages = meta_and_passages(index, top, ranked[:limit], where, params)
     read = {r for c in ranked[:limit] for r in shown_rowids(c)}
     shown = [c for c in ranked if c.fid in top][:limit]
+    # A section most notes share (a template's footer: "This note in GitHub") says nothing of its note:
+    # the note shows its best other passage, or its opening.
+    words = parsed.words()
+    density: dict[int, float] = {}
+    titles = {c.title for c in shown}
+    picked = [shown_chunk(c, words, passages, density=density) for c in shown]
+    # (a note's own title heads its opening: never a template's)
+    common = _boilerplate(index, {passages[r][0] for r in picked if r in passages} - titles)
+    moved = [c for c in shown if c.chunk in passages and passages[c.chunk][0] in common]
     long_notes = [
         c for c in shown[:_SEARCH_PASSAGE_OF] if c.chunk == NAME_ONLY and c.passages > FIRST_PASSAGES
     ]
-    if long_notes:
-        _best_passages(index, selective(index, clauses, "fts") or clauses, parsed, long_notes)
+    if long_notes or moved:
+        chosen = selective(index, clauses, "fts") or clauses
+        _best_passages(index, chosen, parsed, [*long_notes, *moved], avoid=sorted(common))
+        for c in moved:
+            c.chunk = (
+                c.fid << CHUNK_BITS if c.chunk in passages and passages[c.chunk][0] in common else c.chunk
+            )
     missing = [r for c in shown for r in shown_rowids(c) if r not in read]
     if missing:
         passages.update(read_passages(index, missing))
-    return [to_hit(vault_id, c, parsed, passages) for c in shown]
+    return [to_hit(vault_id, c, parsed, passages, common, density) for c in shown]
 
 
 def _rank_docs(
@@ -252,19 +269,33 @@ def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[st
     return kept
 
 
-def _best_passages(index: VaultIndex, chosen: list[str], parsed: ParsedQuery, found: list[Candidate]) -> None:
+def _best_passages(
+    index: VaultIndex,
+    chosen: list[str],
+    parsed: ParsedQuery,
+    found: list[Candidate],
+    avoid: Sequence[str] = (),
+) -> None:
     """For notes ranked by other signals than a passage: their passage that best matches the query's
-    selective words (``chosen``)."""
+    selective words (``chosen``), under none of the headings ``avoid``."""
     match = parsed.relaxed(chosen)
+    other = f" AND heading NOT IN ({','.join('?' * len(avoid))})" if avoid else ""
     for c in found:
         lo = c.fid << CHUNK_BITS
         rows = index.query(
-            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ? "
+            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid >= ? AND rowid < ?{other} "
             f"ORDER BY bm25(fts, {PASSAGE_WEIGHTS}) LIMIT 1",
-            (match, lo, lo + (1 << CHUNK_BITS)),
+            (match, lo, lo + (1 << CHUNK_BITS), *avoid),
         )
         if rows:
             c.chunk = rows[0][0]
+
+
+def _boilerplate(index: VaultIndex, headings: set[str | None]) -> set[str]:
+    """Of ``headings``, those at least ``BOILERPLATE_SHARE`` of the notes have (and ``BOILERPLATE_NOTES``):
+    a template's sections, not what a note is about. Counted once per index state (``capped_count``)."""
+    cap = max(BOILERPLATE_NOTES, int(BOILERPLATE_SHARE * index.note_count()))
+    return {h for h in headings if h and index.capped_count(f"headings : {phrase(h)}", cap, "names") >= cap}
 
 
 def _drop_excluded(index: VaultIndex, parsed: ParsedQuery, ranked: list[Candidate]) -> list[Candidate]:
