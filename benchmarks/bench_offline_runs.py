@@ -19,7 +19,8 @@ Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the d
   SUCCESS (the vault cannot answer them, and the run must say so);
 - ``status_vs_answer``: for the answerable questions with an ``answer_contains`` phrase, how each run's
   status agrees with whether its report holds the answer (``SUCCESS`` without it over-claims; ``PARTIAL``
-  with it under-claims: the report says the vault does not plainly answer, and quotes the answer anyway);
+  with it under-claims: the report says the vault does not plainly answer, and quotes the answer anyway;
+  ``success_without_answer`` lists the over-claims);
 - ``tokens_per_run`` (median) and ``runs_by_status``.
 
 Histories and indexes go to temporary folders: the vaults are only read.
@@ -87,6 +88,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
     tokens: list[int] = []
     misses: list[str] = []
     unanswered: list[str] = []
+    overclaimed: list[str] = []  # SUCCESS without the answer
     started = time.perf_counter()
     for q in questions:
         result = run(q["question"], str(vault), provider="offline", history_dir=history)
@@ -116,6 +118,8 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
             agreement[f"{result.status.value.lower()}_{'with' if holds else 'without'}_answer"] += 1
             if not holds:
                 unanswered.append(q["id"])
+                if result.status.value == "SUCCESS":
+                    overclaimed.append(q["id"])
     single = [k for k in kinds if k != "multihop"]
     return {
         "questions": len(questions),
@@ -131,6 +135,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
         "status_vs_answer": dict(sorted(agreement.items())),
         "missed": misses,
         "answer_not_in_report": unanswered,
+        "success_without_answer": overclaimed,
         "seconds": round(time.perf_counter() - started, 1),
     }
 
