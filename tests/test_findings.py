@@ -206,3 +206,26 @@ def test_a_two_step_report_answers_each_clause_in_its_own_section(
     first = next(line for line in website.splitlines() if line.startswith("- "))
     assert "https://github.com/pejakovic" in first
     assert "pejakovic" in sections["Who developed the KaTeX plugin"]
+
+
+def test_the_note_a_property_the_question_names_links_to_is_followed(tmp_path: Path) -> None:
+    """ "The host of the Well Made podcast": the podcast's ``host`` property links to the person, whose note
+    says nothing of the question's words; its properties (web address included) reach the context."""
+    root = tmp_path / "refs"
+    (root / "References").mkdir(parents=True)
+    (root / "References/Well Made.md").write_text(
+        '---\ncategories:\n  - "[[Podcasts]]"\nhost:\n  - "[[Steph Ango]]"\n---\n## Episodes\n'
+    )
+    (root / "References/Steph Ango.md").write_text(
+        '---\ncategories:\n  - "[[People]]"\nurl: https://stephango.com/\n---\n## Clippings\n'
+    )
+    for i in range(5):
+        (root / f"References/Episode {i}.md").write_text(f'---\nshow: "[[Well Made]]"\n---\nEpisode {i}.\n')
+    vaults = VaultSet([root])
+    try:
+        task = "What is the personal website of the host of the Well Made podcast?"
+        found = asyncio.run(DirectSearchRetriever(vaults, limit=4).retrieve(task, task, "n1"))
+    finally:
+        vaults.close()
+    person = [c for c in found.context if c.path == "References/Steph Ango.md"]
+    assert person and "url: https://stephango.com/" in person[0].text

@@ -207,6 +207,15 @@ def test_the_noun_a_clause_points_back_with_counts_for_what_it_points_at_only() 
     assert ranked[0].text.endswith("github.com/pejakovic") and ranked[1].score < ranked[0].score
 
 
+def test_a_web_address_property_answers_a_website_question() -> None:
+    items = [
+        ("References/Steph Ango.md", "categories: People\nurl: https://stephango.com/"),
+        ("Readme.md", "My personal vault template, on my site."),
+    ]
+    ranked = rank_passages("What is the personal website of the host?", items)
+    assert any(p.text == "url: https://stephango.com/" for p in ranked)  # "url" is the website asked for
+
+
 def test_passages_are_quotable_units() -> None:
     text = (
         "## Heading\n\nFirst sentence here. Second one, e.g. with an abbreviation. ^blk\n"

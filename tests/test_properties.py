@@ -55,6 +55,12 @@ def test_properties_render_as_key_value_lines() -> None:
     ]  # no URL, no flag, no tags, links shown as the note's name (or the alias)
 
 
+def test_a_reader_sees_web_addresses_the_index_leaves_out() -> None:
+    front = {"url": "https://stephango.com/", "cover": "file:///tmp/c.png", "twitter": "kepano"}
+    assert properties_text(front) == "twitter: kepano"  # the index: a URL's words are noise
+    assert properties_text(front, web=True).splitlines() == ["url: https://stephango.com/", "twitter: kepano"]
+
+
 def test_attachments_prose_and_copies_of_the_body_are_left_out() -> None:
     assert properties_text({"cover": "[[out-of-control.jpg]]", "pages": 528}) == "pages: 528"
     prose = "A book about how machines, social systems and the economy are becoming biological."

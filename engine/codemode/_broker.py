@@ -244,7 +244,7 @@ class BrokerRun:
     def read_note(self, path: Any = None, vault: Any = None) -> Any:
         note = self._note(path, vault)
         data = note.to_dict()
-        data["properties"] = properties_text(note.frontmatter, note.body)
+        data["properties"] = properties_text(note.frontmatter, note.body, web=True)
         data["backlinks"] = self._owner(note).backlinks(note.path)
         if len(note.body) > MAX_BODY_CHARS:
             data["body"] = note.body[:MAX_BODY_CHARS]

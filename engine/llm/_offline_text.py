@@ -107,12 +107,18 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+# Words a note's properties use for what a question calls otherwise: "url: https://stephango.com/" is
+# the "personal website" asked for.
+_SAME_STEM = {"url": "websit", "homepag": "websit", "site": "websit"}
+
+
 def terms(text: str) -> list[str]:
     """Content-word stems of ``text``, in order, without duplicates."""
     words: list[str] = []
     for w in parse_query(text).words():
         words += _WORD.findall(w)
-    return list(dict.fromkeys(stem(w) for w in words if w))
+    stems = (stem(w) for w in words if w)
+    return list(dict.fromkeys(_SAME_STEM.get(s, s) for s in stems))
 
 
 # The noun a clause points back with ("what website does *that developer* list?"): it names what an earlier
@@ -130,7 +136,7 @@ def pointed_terms(query: str) -> frozenset[str]:
 
 
 def _stems(text: str) -> set[str]:
-    return stems_of(_WORD.findall(text.lower()))
+    return {_SAME_STEM.get(s, s) for s in stems_of(_WORD.findall(text.lower()))}
 
 
 def clip(text: str, limit: int = MAX_PASSAGE_CHARS) -> str:

@@ -359,7 +359,7 @@ class CodeModeRetriever:
             return f"not a note of the vaults ({type(exc).__name__})"
         probe = _squash(text)[:200]
         # A search hit's passage leads with the note's properties, as Obsidian shows them above the body.
-        source = _squash(properties_text(note.frontmatter, note.body) + "\n" + note.body)
+        source = _squash(properties_text(note.frontmatter, note.body, web=True) + "\n" + note.body)
         return None if probe and probe[:80] in source else "text does not occur in the cited note"
 
 

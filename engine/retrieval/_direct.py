@@ -120,7 +120,7 @@ def section(note: Note, heading: str | None, snippet: str) -> str:
                 break
     text = body[start:end].strip()
     if not heading and note.frontmatter:  # the lead section: the properties Obsidian shows above it
-        text = "\n".join(t for t in (properties_text(note.frontmatter, note.body), text) if t)
+        text = "\n".join(t for t in (properties_text(note.frontmatter, note.body, web=True), text) if t)
     if len(text) <= SECTION_CHARS:
         return text
     # A long section: keep the window around the snippet the search found.
@@ -244,6 +244,21 @@ def _label_stems(item: ContextItem) -> set[str]:
     return {stem(w) for w in _WORDS.findall(f"{name} {item.heading or ''}".lower())}
 
 
+def _property_links(vault: Any, path: str, task: str) -> list[str]:
+    """The notes that the properties of the note at ``path`` whose key the task uses link to ("host:
+    [[Steph Ango]]" for "the host of the Well Made podcast")."""
+    try:
+        note = vault.read_note(path)
+    except Exception:  # deleted or unreadable since indexing
+        return []
+    asked = {stem(w) for w in parse_query(task).words()}
+    return [
+        link.resolved
+        for link in note.links
+        if link.kind == "frontmatter" and link.field and link.resolved and stem(link.field.lower()) in asked
+    ]
+
+
 def _missing_words(task: str, items: list[ContextItem]) -> list[str]:
     """The task's words (stop words out) that no context item holds (compared by stem) in its text, its
     note's name or its heading."""
@@ -353,7 +368,9 @@ class DirectSearchRetriever:
             linked = getattr(vault, "linked", None)  # a remote vault has no index to follow links in
             if linked is None:
                 continue
-            for path in linked(seed_path, query, limit=LINKED_ITEMS + len(seen)):
+            # "the host of the Well Made podcast": the note a property the task names ("host") links to
+            keyed = _property_links(vault, seed_path, task)
+            for path in dict.fromkeys([*keyed, *linked(seed_path, query, limit=LINKED_ITEMS + len(seen))]):
                 if (seed_vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
                 found = vault.search(query, limit=1, path=path, exclude=self.exclude, include_templates=False)
@@ -363,18 +380,18 @@ class DirectSearchRetriever:
                     )
                     if found:
                         break
-                if not found:
+                heading, score = (found[0].heading, found[0].score) if found else (None, 0.0)
+                if not found and path not in keyed:
                     continue
-                best = found[0]
-                text = best.passage
-                if not text:
+                text = found[0].passage if found else ""
+                if not text:  # or, for a note a named property links to, its opening and properties
                     try:
-                        text = section(vault.read_note(path), best.heading, best.snippet)
+                        text = section(vault.read_note(path), heading, found[0].snippet if found else "")
                     except Exception:  # deleted or unreadable since indexing
                         continue
                 seen.add((seed_vault, path))
-                link = citation_link(seed_vault, path, best.heading, multi)
-                out.append(ContextItem(seed_vault, path, best.heading, text, link, best.score))
+                link = citation_link(seed_vault, path, heading, multi)
+                out.append(ContextItem(seed_vault, path, heading, text, link, score))
                 if len(out) >= LINKED_ITEMS:
                     return out
         return out

@@ -26,35 +26,37 @@ MAX_VALUE_CHARS = 200
 PROSE_WORDS = 12
 
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//|^(?:https?|file|data|obsidian):", re.I)
+_WEB = re.compile(r"https?://\S+", re.I)
 _WIKILINK = re.compile(r"!?\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]")
 _FILE = re.compile(
     r"\.(?:png|jpe?g|gif|webp|svg|bmp|avif|pdf|mp[34]|m4a|wav|ogg|webm|mov|canvas|base)$", re.I
 )
 
 
-def properties_text(frontmatter: dict[str, Any], body: str = "") -> str:
+def properties_text(frontmatter: dict[str, Any], body: str = "", *, web: bool = False) -> str:
     """``key: value`` lines for the properties worth searching: text, numbers, dates and links (shown
     as the linked note's name); no flags, URLs, attachments, tags, aliases or display settings, no prose
     and no text the note's ``body`` already says (a ``description`` copied from the first sentence would
-    count its words twice)."""
+    count its words twice). ``web``: web addresses too ("url: https://stephango.com/"), for a reader
+    (a retrieval's context) rather than for the index, whose words they would only add noise to."""
     lines: list[str] = []
     for key, value in frontmatter.items():
         if not isinstance(key, str) or key.lower() in SKIPPED_KEYS:
             continue
         shown = [
-            v for v in _shown(value) if not (len(v) > 40 and v in body) and len(v.split()) <= PROSE_WORDS
+            v for v in _shown(value, web) if not (len(v) > 40 and v in body) and len(v.split()) <= PROSE_WORDS
         ]
         if shown:
             lines.append(f"{key}: {', '.join(shown)}")
     return "\n".join(lines)[:MAX_CHARS].strip()
 
 
-def _shown(value: Any) -> list[str]:
+def _shown(value: Any, web: bool = False) -> list[str]:
     if isinstance(value, list):
         out: list[str] = []
         for item in value[:MAX_VALUES]:
             if not isinstance(item, (list, dict)):
-                out += _shown(item)
+                out += _shown(item, web)
         return out
     if isinstance(value, bool):
         return []  # a flag (publish, draft, mobile) is a setting; its key's word would rank the note
@@ -63,6 +65,8 @@ def _shown(value: Any) -> list[str]:
     if not isinstance(value, str):
         return []  # nested mappings are settings more than facts
     text = " ".join(value.split())
+    if web and _WEB.fullmatch(text):
+        return [text[:MAX_VALUE_CHARS]]
     if not text or _URL.match(text):
         return []
     text = _WIKILINK.sub(_link_name, text).strip()
