@@ -231,10 +231,10 @@ class Orchestrator:
         # retrieves knowing what that one found; stages of a strategy (frame, gather, analyze) build on
         # each other's work, not on what it names, and their retrieval stays their own.
         # A dependency whose retrieval stayed weak still answered from the best it found: still the lead.
-        answered = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag]
+        deps = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag]
         hops = [
             dep
-            for dep in answered
+            for dep in deps
             if dep.stage == node.stage
             and dep.answer
             and (dep.status.ok or dep.status is NodeStatus.FAILED_WITH_DIAGNOSTIC)
