@@ -323,6 +323,52 @@ def test_code_schema_bump_rebuilds(demo_copy: Path, monkeypatch: pytest.MonkeyPa
     assert v2.index.meta("schema") == "test-bump"
 
 
+# What a fixed set of notes is indexed into (content tables only: FTS5's own segment layout depends on the
+# SQLite build), per schema version. A change to what notes are parsed into changes it: bump
+# ``SCHEMA_VERSION`` (so existing indexes are rebuilt, not left with the old text) and record the new one.
+INDEX_FINGERPRINTS = {"13": "a10524c687e78498be7bc2300d9fde97539457961fde7d9c68e89411d8c15478"}
+_SAMPLE = {
+    "Sync/Security.md": "---\naliases:\n  - Privacy\ndescription: Learn about security.\nmobile: false\n"
+    "permalink: sync/security\npublish: true\ncreated: 2023-09-12\nurl: https://example.com/x\n"
+    'host:\n  - "[[People/Ann]]"\ntags: [sync, privacy]\n---\nLearn about security. #inline-tag\n'
+    "## Encryption\n\nEnd-to-end. %% hidden note %% See [[Sync/Plans#Standard|plans]] and "
+    "[docs](https://example.com/docs). ^block-1\n\n```py\nprint('code')\n```\n### Keys\n\n- item one\n",
+    "Sync/Plans.md": "# Plans\n\n## Standard\n\nRetained for 1 month. ![[People/Ann]]\n",
+    "People/Ann.md": "---\ntype: person\nrating: 7\n---\nAnn writes [[Missing note]].\n",
+}
+
+
+def _index_fingerprint(v: Vault) -> str:
+    import hashlib
+
+    conn = sqlite3.connect(v.index.db_path)
+    tables = [
+        name
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        if name != "meta"
+        and not name.endswith(("_data", "_idx", "_docsize", "_config"))
+        and name not in ("fts", "names", "docs")
+    ]
+    digest = hashlib.sha256()
+    for table in tables:
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] != "mtime_ns"]
+        rows = conn.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {', '.join(cols)}").fetchall()
+        digest.update(repr((table, cols, rows)).encode())
+    conn.close()
+    return digest.hexdigest()
+
+
+def test_a_change_to_what_notes_are_indexed_as_bumps_the_schema(tmp_path: Path) -> None:
+    v = Vault(write_vault(tmp_path / "v", _SAMPLE))
+    v.refresh()
+    found = _index_fingerprint(v)
+    v.close()
+    assert INDEX_FINGERPRINTS.get(index_mod.SCHEMA_VERSION) == found, (
+        f"what notes are indexed as changed ({found}): bump SCHEMA_VERSION in engine/vault/_index.py so "
+        "existing indexes are rebuilt, and record the new fingerprint in INDEX_FINGERPRINTS"
+    )
+
+
 def test_index_from_old_layout_without_meta_is_rebuilt(tmp_path: Path, shad_home: Path) -> None:
     """A foreign or corrupt-ish database with unexpected tables must not break opening."""
     root = write_vault(tmp_path / "v", {"a.md": "apple"})

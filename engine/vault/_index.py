@@ -56,7 +56,10 @@ __all__ = [
 #     no longer kept per file (read from the note when asked).
 # 11: no name-matched ``links`` table: ranking's graph neighbours are the resolved ``edges``.
 # 12: a note's properties (frontmatter) lead its first passage.
-SCHEMA_VERSION = "12"
+# 13: what the parse writes changed without a bump (flags read as true/false and left out, a property the
+#     body says left out, hand-read frontmatter): indexes from 12 kept "publish: true" in first passages.
+#     Any change to what a note is parsed into bumps this.
+SCHEMA_VERSION = "13"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000
