@@ -740,3 +740,17 @@ def test_what_something_is_made_of_is_answered_by_the_list_of_its_parts() -> Non
     ranked = rank_passages("What is an AI agent made up of?", items)
     assert ranked[0].text == "A collection of: AI Model; Reasoning loop; Tools"
     assert "parts" in ranked[0].gives
+
+
+def test_a_strategy_stage_answers_its_goal_not_the_stage_wording() -> None:
+    """ "Frame the question and the criteria for answering: <goal>": "frame" and "criteria" say what to do
+    with the passages; a passage about Obsidian's window frame is no answer."""
+    goal = "Compare security and privacy in Obsidian Sync versus Obsidian Publish"
+    context = [
+        {"text": "**Obsidian frame** — Uses Obsidian's custom window frame.", "citation": "[[Set#Frame]]"},
+        {"text": "Obsidian Sync encrypts your remote vault end to end.", "citation": "[[Sync/Security]]"},
+        {"text": "Obsidian Publish does not collect visitor data.", "citation": "[[Publish/Privacy]]"},
+    ]
+    task = f"Frame the question and the criteria for answering: {goal}"
+    cited = [c for _, c in _lines(_complete("answer", {"task": task, "goal": goal, "context": context}).text)]
+    assert "[[Set#Frame]]" not in cited and "[[Sync/Security]]" in cited

@@ -48,6 +48,10 @@ def answer(inputs: dict[str, Any]) -> str:
     """Extractive answer: ranked passages from the context, each with its citation."""
     task = as_text(inputs.get("task"))
     goal = as_text(inputs.get("goal"))
+    if goal and task != goal and " ".join(goal.lower().split()) in " ".join(task.lower().split()):
+        # "Frame the question and the criteria for answering: <goal>": the stage's words say what to do
+        # with the passages, not what they hold ("Obsidian frame" is no answer to it)
+        task = goal
     items = _context_items(inputs)
     if not items:
         return f"{NOTHING_FOUND}: no vault passages were retrieved for it."
