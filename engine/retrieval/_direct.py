@@ -380,18 +380,19 @@ class DirectSearchRetriever:
                     )
                     if found:
                         break
-                heading, score = (found[0].heading, found[0].score) if found else (None, 0.0)
                 if not found and path not in keyed:
                     continue
-                text = found[0].passage if found else ""
-                if not text:  # or, for a note a named property links to, its opening and properties
+                best = found[0] if found else None  # none: a named property's note, by its opening
+                heading = best.heading if best else None
+                text = best.passage if best else ""
+                if not text:
                     try:
-                        text = section(vault.read_note(path), heading, found[0].snippet if found else "")
+                        text = section(vault.read_note(path), heading, best.snippet if best else "")
                     except Exception:  # deleted or unreadable since indexing
                         continue
                 seen.add((seed_vault, path))
                 link = citation_link(seed_vault, path, heading, multi)
-                out.append(ContextItem(seed_vault, path, heading, text, link, score))
+                out.append(ContextItem(seed_vault, path, heading, text, link, best.score if best else 0.0))
                 if len(out) >= LINKED_ITEMS:
                     return out
         return out

@@ -221,7 +221,8 @@ class Orchestrator:
     async def _answer_leaf(self, node: Node) -> bool:
         """Retrieve, answer, verify; returns True when the cache answered instead."""
         ctx, dag = self.ctx, self.ctx.run.dag
-        done = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag and dag.node(d).status.ok]
+        deps = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag]
+        done = [dep for dep in deps if dep.status.ok]
         packets = [dep.packet | {"node_id": dep.id} for dep in done]
         node.cache_key = self.cache.key(node, "answer", _tier(node).value, {"packets": packets})
         if await self.cache.answer_from_cache(node):
@@ -231,7 +232,6 @@ class Orchestrator:
         # retrieves knowing what that one found; stages of a strategy (frame, gather, analyze) build on
         # each other's work, not on what it names, and their retrieval stays their own.
         # A dependency whose retrieval stayed weak still answered from the best it found: still the lead.
-        deps = [dag.node(d) for d in node.soft_deps + node.hard_deps if d in dag]
         hops = [
             dep
             for dep in deps
