@@ -151,9 +151,15 @@ def main() -> None:
     parser.add_argument(
         "--held-out", action="store_true", help="the held-out question sets (benchmarks/questions/held_out)"
     )
+    parser.add_argument("--shad-home", help="index location (default: a temporary folder)")
+    parser.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="semantic ranking on (the 'embeddings' extra; keep the vectors with --shad-home)",
+    )
     args = parser.parse_args()
     group: bool | str = "held_out" if args.held_out else args.blind
-    os.environ["SHAD_HOME"] = tempfile.mkdtemp(prefix="shad-offline-")
+    os.environ["SHAD_HOME"] = args.shad_home or tempfile.mkdtemp(prefix="shad-offline-")
     history = tempfile.mkdtemp(prefix="shad-offline-history-")
 
     if args.questions:
@@ -163,12 +169,16 @@ def main() -> None:
     else:
         names = args.vault or [v for v in VAULTS if question_file(v, group).is_file()]
         plan = [(SHARED / "vaults" / n, load([question_file(n, group)])) for n in names]
-    out: dict[str, Any] = {"provider": "offline", "vaults": {}}
+    out: dict[str, Any] = {"provider": "offline", "embeddings": args.embeddings, "vaults": {}}
     for vault, questions in plan:
         if not vault.is_dir():
             out["vaults"][vault.name] = {"skipped": f"no vault at {vault}"}
             continue
         chosen = questions[: args.limit] if args.limit else questions
+        if args.embeddings:
+            from engine import Vault
+
+            Vault(vault).embed()
         out["vaults"][vault.name] = measure(vault, chosen, history)
     print(json.dumps(out, indent=2))
 

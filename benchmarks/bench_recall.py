@@ -149,13 +149,20 @@ def score(
     return result
 
 
-def run_vault(name: str, vault_dir: Path, question_file: Path, verbose: bool = False) -> dict[str, Any]:
+def run_vault(
+    name: str, vault_dir: Path, question_file: Path, verbose: bool = False, embeddings: bool = False
+) -> dict[str, Any]:
     from engine import Vault
 
     vault = Vault(vault_dir)
     started = time.perf_counter()
     vault.refresh()
     index_s = time.perf_counter() - started
+    embed_s = None
+    if embeddings:  # semantic ranking on (kept in --shad-home: a second run embeds nothing)
+        started = time.perf_counter()
+        vault.embed()
+        embed_s = round(time.perf_counter() - started, 2)
     questions = load_questions(question_file)
     notes = [p for p in vault.list_notes() if not p.startswith(".")]
     baseline = Bm25Baseline(vault.root, notes)
@@ -172,15 +179,16 @@ def run_vault(name: str, vault_dir: Path, question_file: Path, verbose: bool = F
         "shad": shad,
         "bm25": bm25,
         "index_seconds": round(index_s, 2),
+        **({"embed_seconds": embed_s} if embeddings else {}),
     }
 
 
-def _report(sets: list[tuple[str, Path, Path]], verbose: bool) -> dict[str, Any]:
+def _report(sets: list[tuple[str, Path, Path]], verbose: bool, embeddings: bool = False) -> dict[str, Any]:
     """Each set's results under ``vaults``, and ``shad_overall``/``bm25_overall`` over all of them
     (weighted by answerable questions)."""
     report: dict[str, Any] = {"vaults": {}}
     for name, vault_dir, qfile in sets:
-        report["vaults"][name] = run_vault(name, vault_dir, qfile, verbose)
+        report["vaults"][name] = run_vault(name, vault_dir, qfile, verbose, embeddings)
     vaults = report["vaults"].values()
     n = sum(v["answerable"] for v in vaults)
     for system in ("shad", "bm25"):
@@ -202,6 +210,12 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="run only this real vault (repeatable)")
     parser.add_argument("--shad-home", help="index location (default: a temporary folder)")
     parser.add_argument("--verbose", action="store_true", help="print each question's gold ranks to stderr")
+    parser.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="shad with semantic ranking on (the 'embeddings' extra; embedding a big vault takes minutes: "
+        "keep the vectors with --shad-home)",
+    )
     args = parser.parse_args()
     home = args.shad_home or tempfile.mkdtemp(prefix="shad-recall-")
     os.environ["SHAD_HOME"] = home
@@ -214,12 +228,14 @@ def main() -> None:
         if not sets:
             parser.error(f"no question sets found (is {SHARED} there?)")
     report: dict[str, Any] = {"baseline": f"FTS5 bm25 over whole notes, title x{TITLE_WEIGHT:g}"}
-    report.update(_report(sets, args.verbose))
+    if args.embeddings:
+        report["shad_ranking"] = "text + semantic (all-MiniLM-L6-v2)"
+    report.update(_report(sets, args.verbose, args.embeddings))
     if not args.questions:
         for group in ("blind", "held_out"):
             sets = [s for s in blind_sets(folder=group) if not args.only or s[0] in args.only]
             if sets:
-                report[group] = _report(sets, args.verbose)
+                report[group] = _report(sets, args.verbose, args.embeddings)
     print(json.dumps(report, indent=2))
     if not args.shad_home:
         shutil.rmtree(home, ignore_errors=True)

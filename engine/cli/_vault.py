@@ -92,12 +92,21 @@ def vault_group() -> None:
 
 @vault_group.command("index")
 @vault_option
+@click.option(
+    "--embeddings/--no-embeddings",
+    "embeddings",
+    default=None,
+    help="Also rank notes by meaning (the 'embeddings' extra: a local MiniLM model; every note is embedded "
+    "once, then what changes) / stop doing so and delete the vectors. Default: as the vault was.",
+)
 @json_option
-def index_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
+def index_cmd(vaults: tuple[str, ...], embeddings: bool | None, as_json: bool) -> None:
     """Build or update the search index (only changed notes are re-read)."""
     results = []
     for path in vaults:
         v = Vault(path)
+        if embeddings is False:
+            v.drop_embeddings()
         with _progress(f"indexing {v.id}", not as_json) as update:
             stats = v.refresh(update)
         if not v.list_notes():
@@ -105,6 +114,11 @@ def index_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
                 f"vault {v.id!r} has no notes: {v.root}",
                 hint="point --vault at a folder that contains .md files",
             )
+        embedded = 0
+        if embeddings:
+            with _progress(f"embedding {v.id}", not as_json) as update:
+                embedded = v.embed(update)
+        semantic = v.embeddings_status()
         results.append(
             {
                 "vault": v.id,
@@ -117,6 +131,8 @@ def index_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
                 "unchanged": stats.unchanged + stats.touched,
                 "attachments": stats.attachments,
                 "seconds": round(stats.seconds, 3),
+                "embeddings": semantic["model"] if semantic else None,
+                "embedded": embedded,
             }
         )
     if as_json:
@@ -128,6 +144,10 @@ def index_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
             f"{r['updated']} updated, {r['removed']} removed, {r['unchanged']} unchanged "
             f"in {r['seconds']:.2f}s [dim]({escape(str(r['index']))})[/]"
         )
+        if r["embeddings"]:
+            out.print(
+                f"  semantic ranking on ({escape(str(r['embeddings']))}): {r['embedded']} notes embedded"
+            )
 
 
 @vault_group.command("status")

@@ -46,6 +46,7 @@ from ._hits import (
 )
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
+from ._vectors import fuse_semantic, semantic_ranking
 
 __all__ = ["SearchFilters", "search_index", "searched_synonyms"]
 
@@ -179,7 +180,9 @@ def search_index(
         # an unranked sample, better than nothing.
         rank_all = affordable(index, strict, "fts", times=AFFORDABLE_LAST)
         _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=rank_all)
-    if not candidates and not docs and not keys:
+    # A vault that opted into semantic ranking (``_vectors``) also ranks notes by what the query means.
+    semantic = semantic_ranking(index, query)
+    if not candidates and not docs and not keys and not semantic:
         return []
     by_passage = [c.fid for c in sorted(candidates.values(), key=lambda c: c.score, reverse=True)]
     # Every list holds only notes the filters let through (the names and, unless the filters narrow the
@@ -199,6 +202,18 @@ def search_index(
     for fid in inputs.exact:
         candidates[fid].chunk = OPENING
     ranked = sorted((candidates[fid] for fid in scores), key=lambda c: (-c.score, c.fid))
+    if semantic:
+        unseen = {f for f in semantic if f not in candidates}
+        refused = unseen - allowed(index, unseen, filters, where, params)
+        semantic = [f for f in semantic if f not in refused]
+        for fid in semantic:
+            candidates.setdefault(fid, Candidate(fid, NAME_ONLY, 0.0))
+        fused = fuse_semantic([c.fid for c in ranked], semantic, inputs.exact)
+        for fid in in_folders(index, fused, filters.demote) - inputs.exact:
+            fused[fid] *= DEMOTED
+        for fid, value in fused.items():
+            candidates[fid].score = value
+        ranked = sorted((candidates[fid] for fid in fused), key=lambda c: (-c.score, c.fid))
     if parsed.excluded:
         ranked = _drop_excluded(index, parsed, ranked[: limit * 3 + 10])
     ranked = ranked[: limit + 5]  # room for notes that vanished since they were ranked

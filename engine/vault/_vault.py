@@ -27,6 +27,7 @@ from ._parse import parse_note
 from ._scan import is_conflict_copy
 from ._search import SearchFilters, search_index, searched_synonyms
 from ._templates import template_folders
+from ._vectors import drop_vectors, embed_notes, refresh_vectors, vectors_status
 
 __all__ = ["Vault", "normalize_note_path", "to_epoch"]
 
@@ -143,9 +144,25 @@ class Vault:
             stats = self.index.update(progress, keep=keep, scope=scope, full=full)
             if stats.changed or stats.attachments_changed:
                 self._graph = None
+            refresh_vectors(self.index, changed=bool(stats.changed))
             self._refreshed = True
             self.last_update = stats
             return stats
+
+    def embed(self, progress: ProgressFn | None = None) -> int:
+        """Opt into semantic ranking (the ``embeddings`` extra): embed the notes not embedded yet, every
+        note the first time; later refreshes embed what changed. Returns how many notes were embedded."""
+        with self._lock:
+            return embed_notes(self._ready(), progress)
+
+    def embeddings_status(self) -> dict[str, Any] | None:
+        """Semantic ranking: model, notes embedded, notes waiting; None when the vault did not opt in."""
+        return vectors_status(self._ready())
+
+    def drop_embeddings(self) -> None:
+        """Opt out of semantic ranking: its vectors are deleted; search ranks by text alone."""
+        with self._lock:
+            drop_vectors(self.index)
 
     def _ready(self) -> VaultIndex:
         """The index, brought up to date once per ``Vault`` object (later changes need ``refresh()``)."""
@@ -363,6 +380,7 @@ class Vault:
                 "bytes": _db_size(index.db_path),
                 "last_update": float(index.meta("last_update") or 0),
             },
+            "embeddings": vectors_status(index),
         }
 
 
