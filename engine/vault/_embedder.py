@@ -229,7 +229,7 @@ def _minilm() -> Embedder:
     if folder:
         return Embedder(Path(folder).expanduser(), DEFAULT_EMBEDDER)
     try:
-        import all_minilm_l6_v2  # type: ignore[import-not-found]
+        import all_minilm_l6_v2
     except ImportError as exc:
         raise EmbeddingsUnavailableError(
             "the all-MiniLM-L6-v2 weights are not installed", hint=INSTALL_HINT

@@ -19,6 +19,7 @@ import logging
 import re
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,7 @@ class NoteVectors:
         if not ids:
             return []
         np = embedder._np
-        sims = matrix @ embedder.encode([query], QUERY_TOKENS)[0]
+        sims = matrix @ _query_vector(embedder, query)
         n = min(n, len(ids))
         top = np.argpartition(-sims, n - 1)[:n]
         top = top[np.argsort(-sims[top], kind="stable")]
@@ -221,6 +222,26 @@ class NoteVectors:
         return matrix, ids
 
 
+def _query_vector(embedder: Embedder, query: str) -> Any:
+    """A query's vector, remembered: encoding it is most of a semantic ranking's cost (5-20 ms on two
+    cores), and a run asks the same queries again (retries, sibling subtasks, the recovery ladder)."""
+    key = (embedder.name, query)
+    with _QUERIES_LOCK:
+        vector = _QUERIES.get(key)
+        if vector is not None:
+            _QUERIES.move_to_end(key)
+            return vector
+    vector = embedder.encode([query], QUERY_TOKENS)[0]
+    with _QUERIES_LOCK:
+        _QUERIES[key] = vector
+        while len(_QUERIES) > _QUERIES_KEPT:
+            _QUERIES.popitem(last=False)
+    return vector
+
+
+_QUERIES: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_QUERIES_LOCK = threading.Lock()
+_QUERIES_KEPT = 512
 _STORES: dict[Path, NoteVectors] = {}
 _STORES_LOCK = threading.Lock()
 
