@@ -3,6 +3,7 @@
     python benchmarks/bench_recall.py                        # the four real vaults and their questions
     python benchmarks/bench_recall.py --only obsidian-help   # one of them
     python benchmarks/bench_recall.py --questions F.jsonl --vault DIR
+    python benchmarks/bench_recall.py --embeddings --shad-home DIR  # semantic ranking on (and text only)
 
 Question sets: ``../shared/eval/dev_questions.jsonl`` (zettelkasten-dy, the dev set the team tunes on) and
 ``benchmarks/questions/<vault>.jsonl`` for the other vaults (written by reading their notes). The **blind**
@@ -170,6 +171,13 @@ def run_vault(
         vault.search(q["question"], limit=10)
         baseline.search(q["question"])
     shad = score(questions, lambda q: [h.path for h in vault.search(q, limit=10)], "shad" if verbose else "")
+    text = None
+    if embeddings:  # the same search without the semantic ranking, in the same run
+        text = score(
+            questions,
+            lambda q: [h.path for h in vault.search(q, limit=10, semantic=False)],
+            "text" if verbose else "",
+        )
     bm25 = score(questions, baseline.search, "bm25" if verbose else "")
     vault.close()
     return {
@@ -177,6 +185,7 @@ def run_vault(
         "answerable": sum(1 for q in questions if q["kind"] != "absent"),
         "absent": sum(1 for q in questions if q["kind"] == "absent"),
         "shad": shad,
+        **({"shad_text_only": text} if text else {}),
         "bm25": bm25,
         "index_seconds": round(index_s, 2),
         **({"embed_seconds": embed_s} if embeddings else {}),
@@ -191,7 +200,9 @@ def _report(sets: list[tuple[str, Path, Path]], verbose: bool, embeddings: bool 
         report["vaults"][name] = run_vault(name, vault_dir, qfile, verbose, embeddings)
     vaults = report["vaults"].values()
     n = sum(v["answerable"] for v in vaults)
-    for system in ("shad", "bm25"):
+    for system in ("shad", "shad_text_only", "bm25"):
+        if not all(system in v for v in vaults):
+            continue
         overall = {
             f"r@{k}": round(sum(v[system][f"r@{k}"] * v["answerable"] for v in vaults) / n, 3) if n else None
             for k in KS

@@ -202,6 +202,7 @@ def test_semantic_ranking_finds_a_note_the_question_describes_in_other_words(
     plugins.embed()
     ranked = [h.path for h in plugins.search(PARAPHRASE, limit=3)]
     assert "Plugins/System Theme.md" in ranked
+    assert [h.path for h in plugins.search(PARAPHRASE, limit=3, semantic=False)] == text_only
     hits = plugins.search(PARAPHRASE, limit=10)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
@@ -239,6 +240,8 @@ def test_the_index_command_switches_semantic_ranking_on_and_off(
     assert off.json()["embeddings"] is None
     text = shad("vault", "index", "--vault", root, "--embeddings")
     assert "semantic ranking on (all-MiniLM-L6-v2)" in text.out
+    status = shad("vault", "status", "--vault", root)
+    assert f"semantic ranking: {len(PLUGINS)} notes embedded with all-MiniLM-L6-v2" in status.out
 
 
 def test_the_index_command_without_the_model_fails_clearly(

@@ -169,6 +169,10 @@ def status_cmd(vaults: tuple[str, ...], as_json: bool) -> None:
             f"  {s['notes']} notes, {s['attachments']} attachments, {s['links']} links "
             f"({s['unresolved_links']} unresolved, {s['ambiguous_links']} ambiguous), {s['tags']} tags"
         )
+        if s.get("embeddings"):
+            e = s["embeddings"]
+            waiting = f", {e['stale']} waiting (shad vault index --embeddings)" if e["stale"] else ""
+            out.print(f"  semantic ranking: {e['notes']} notes embedded with {escape(e['model'])}{waiting}")
         if s["diagnostics"]:
             out.print("  diagnostics: " + ", ".join(f"{k} {n}" for k, n in s["diagnostics"].items()))
         for p in s["problems"][:20]:

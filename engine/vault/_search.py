@@ -99,7 +99,13 @@ _CACHE_SET: weakref.WeakSet[VaultIndex] = weakref.WeakSet()
 
 
 def search_index(
-    index: VaultIndex, vault_id: str, query: str, limit: int, filters: SearchFilters
+    index: VaultIndex,
+    vault_id: str,
+    query: str,
+    limit: int,
+    filters: SearchFilters,
+    *,
+    semantic: bool = True,
 ) -> list[Hit]:
     """Notes ranked by the fusion (``_fusion``) of passage BM25 (grouped by note, with a bonus for query
     words in the note's name), whole-note BM25 over weighted fields, names found in the query and the
@@ -181,8 +187,8 @@ def search_index(
         rank_all = affordable(index, strict, "fts", times=AFFORDABLE_LAST)
         _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=rank_all)
     # A vault that opted into semantic ranking (``_vectors``) also ranks notes by what the query means.
-    semantic = semantic_ranking(index, query)
-    if not candidates and not docs and not keys and not semantic:
+    by_meaning = semantic_ranking(index, query) if semantic else []
+    if not candidates and not docs and not keys and not by_meaning:
         return []
     by_passage = [c.fid for c in sorted(candidates.values(), key=lambda c: c.score, reverse=True)]
     # Every list holds only notes the filters let through (the names and, unless the filters narrow the
@@ -202,13 +208,13 @@ def search_index(
     for fid in inputs.exact:
         candidates[fid].chunk = OPENING
     ranked = sorted((candidates[fid] for fid in scores), key=lambda c: (-c.score, c.fid))
-    if semantic:
-        unseen = {f for f in semantic if f not in candidates}
+    if by_meaning:
+        unseen = {f for f in by_meaning if f not in candidates}
         refused = unseen - allowed(index, unseen, filters, where, params)
-        semantic = [f for f in semantic if f not in refused]
-        for fid in semantic:
+        by_meaning = [f for f in by_meaning if f not in refused]
+        for fid in by_meaning:
             candidates.setdefault(fid, Candidate(fid, NAME_ONLY, 0.0))
-        fused = fuse_semantic([c.fid for c in ranked], semantic, inputs.exact)
+        fused = fuse_semantic([c.fid for c in ranked], by_meaning, inputs.exact)
         for fid in in_folders(index, fused, filters.demote) - inputs.exact:
             fused[fid] *= DEMOTED
         for fid, value in fused.items():

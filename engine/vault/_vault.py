@@ -196,13 +196,15 @@ class Vault:
         exclude: list[str] | tuple[str, ...] = (),
         include_conflicts: bool = False,
         include_templates: bool = True,
+        semantic: bool = True,
     ) -> list[Hit]:
         """Ranked full-text search. Filters: folder/path prefix, frontmatter ``type``, tags (all must be
         present), ``where`` (frontmatter field -> value), modification dates. Sync-conflict copies are left
         out unless ``include_conflicts`` (they duplicate a real note; ``conflict_copies`` lists them);
         with ``include_templates=False`` (retrieval), so are the vault's template folders
         (``template_folders``) unless ``path`` is inside one; otherwise their notes rank below the notes
-        made from them (scaffolding, no answer), unless named exactly or searched inside their folder."""
+        made from them (scaffolding, no answer), unless named exactly or searched inside their folder.
+        ``semantic=False`` ranks by text alone in a vault that opted into semantic ranking."""
         if limit < 1:
             raise UsageError(f"limit must be at least 1 (got {limit})")
         inside = (path or "").strip("/") + "/"
@@ -220,7 +222,7 @@ class Vault:
             conflicts=include_conflicts,
             demote=tuple(templates) if include_templates else (),
         )
-        return search_index(self._ready(), self.id, query, limit, filters)
+        return search_index(self._ready(), self.id, query, limit, filters, semantic=semantic)
 
     def searched_synonyms(self, query: str) -> dict[str, list[str]]:
         """The words of ``query`` no note holds, each with the synonyms ``search`` also looks for
