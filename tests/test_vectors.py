@@ -186,6 +186,7 @@ def test_fusion_keeps_the_text_rankings_first_note_first_and_lets_meaning_fill_t
     scores = fuse_semantic(text, meaning, exact=set())
     order = sorted(scores, key=lambda f: -scores[f])
     assert order[0] == 1  # first by its words, absent from the semantic ranking
+    assert scores[1] < 1.0  # without the bonus of a note the query names
     assert order.index(9) < order.index(3) and order.index(5) < order.index(3)  # both rankings agree on 5
     named = fuse_semantic([7, 1], [1], exact={7})
     assert max(named, key=lambda f: named[f]) == 7

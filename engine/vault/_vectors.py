@@ -315,11 +315,15 @@ def fuse_semantic(ranked: list[int], semantic: list[int], exact: set[int]) -> di
     first note stays first (with any note named by the whole query): a question's own words are the
     surer sign at the top, and what the semantic ranking adds is the notes worded otherwise below it."""
     scores: dict[int, float] = {}
-    pinned = {*exact, *ranked[:1]}
     for rank, fid in enumerate(ranked):
-        scores[fid] = 1.0 / (SEMANTIC_K + rank) + (EXACT_BONUS if fid in pinned else 0.0)
+        scores[fid] = 1.0 / (SEMANTIC_K + rank) + (EXACT_BONUS if fid in exact else 0.0)
     for rank, fid in enumerate(semantic[:SEMANTIC_DEPTH]):
         scores[fid] = scores.get(fid, 0.0) + SEMANTIC_WEIGHT / (SEMANTIC_K + rank)
+    if ranked and ranked[0] not in exact:
+        # just above the best of the rest: a bonus would make it look named by the query, which callers
+        # read as a sure hit
+        others = [v for fid, v in scores.items() if fid != ranked[0] and fid not in exact]
+        scores[ranked[0]] = max(scores[ranked[0]], max(others, default=0.0) + 1e-6)
     return scores
 
 
