@@ -182,12 +182,17 @@ def test_a_vault_whose_model_went_missing_searches_by_text_and_says_so_once(
 def test_fusion_keeps_the_text_rankings_first_note_first_and_lets_meaning_fill_the_rest() -> None:
     from engine.vault._vectors import fuse_semantic
 
-    text, meaning = [1, 2, 3, 4, 5], [9, 5, 8, 2]
-    scores = fuse_semantic(text, meaning, exact=set())
-    order = sorted(scores, key=lambda f: -scores[f])
-    assert order[0] == 1  # first by its words, absent from the semantic ranking
-    assert scores[1] < 1.0  # without the bonus of a note the query names
-    assert order.index(9) < order.index(3) and order.index(5) < order.index(3)  # both rankings agree on 5
+    def order(text: list[int], meaning: list[int]) -> list[int]:
+        scores = fuse_semantic(text, meaning, exact=set())
+        assert max(scores.values()) < 1.0  # no bonus of a note the query names
+        return sorted(scores, key=lambda f: -scores[f])
+
+    text = [1, 2, 3, 4, 5]
+    agreed = order(text, [9, 5, 8, 2, 10, 11, 12, 13, 14, 1])  # meaning sees 1, ninth
+    assert agreed[0] == 1  # first by its words
+    assert agreed.index(9) < agreed.index(3) and agreed.index(5) < agreed.index(3)  # 5: both rank it
+    unseen = order(text, [2, 9, 5, 8])  # meaning does not see 1 at all: the fused order decides
+    assert unseen[0] == 2 and unseen.index(1) > 0
     named = fuse_semantic([7, 1], [1], exact={7})
     assert max(named, key=lambda f: named[f]) == 7
 
