@@ -81,6 +81,26 @@ def test_a_plain_ask_needs_most_of_its_words_near_the_claim() -> None:
     assert uncovered_asks([capital], [syntax, unrelated]) == [capital]
 
 
+def test_only_the_words_near_what_a_claim_quotes_count() -> None:
+    # A drawing's text elements: the quoted line and, far from it, the ask's other words.
+    (ask,) = goal_asks("How do I calculate the monthly payment on a 30-year mortgage?")
+    drawing = (
+        "GDP. " + "Domestic goods traded. " * 30 + "4. Transfer Payments. Welfare. " + "Foreign goods. " * 30
+    )
+    drawing += "Calculate it every month and every year."
+    quoted = CoverEvidence("Transfer Payments", "Excalidraw/Drawing.md Text Elements", drawing)
+    assert uncovered_asks([ask], [quoted]) == [ask]
+    # the same words near the quote count, and a claim in other words than the passage keeps all of it
+    close = CoverEvidence(
+        "Transfer Payments", "Drawing.md", "Calculate the month and year: transfer payments."
+    )
+    assert uncovered_asks([ask], [close]) == []
+    said = CoverEvidence(
+        "Payments are transfers, by this drawing", "Excalidraw/Drawing.md Text Elements", drawing
+    )
+    assert uncovered_asks([ask], [said]) == []
+
+
 def test_the_subtask_a_conflict_bullet_names_is_not_what_its_source_says() -> None:
     (ask,) = goal_asks("How many moons orbit Neptune?")
     side = CoverEvidence(

@@ -28,6 +28,10 @@ from .support import content_terms, has_term
 __all__ = ["COVER_SHARE", "Ask", "CoverEvidence", "goal_asks", "uncovered_asks"]
 
 COVER_SHARE = 0.6
+# The words of the cited passage that count for an ask: those near what the claim quotes. A long passage
+# (a drawing's text elements, a glossary) holds many words that the quoted line has nothing to do with.
+NEAR_CHARS = 300
+_QUOTE_WORD = re.compile(r"\w+")
 ASK_WORDS = frozenset(
     content_terms(
         "what which who whom whose when where why how do does did can could should would will may might "
@@ -129,9 +133,21 @@ def goal_asks(goal: str) -> list[Ask]:
     return out
 
 
+def _near(claim: str, passage: str) -> str:
+    """The part of ``passage`` around where it says ``claim`` (a quote): NEAR_CHARS either side. A claim
+    the passage does not say word for word (a model's own words) keeps the whole passage."""
+    words = _QUOTE_WORD.findall(claim.lower())[:8]
+    if len(words) < 2 or len(passage) <= 2 * NEAR_CHARS:
+        return passage
+    found = re.search(r"\W+".join(map(re.escape, words)), passage, re.I)
+    if found is None:
+        return passage
+    return passage[max(0, found.start() - NEAR_CHARS) : found.end() + NEAR_CHARS]
+
+
 def _covers(ask: Ask, ev: CoverEvidence) -> bool:
     said, where = set(content_terms(_FOUND_BY.sub(" ", ev.claim))), set(content_terms(ev.where))
-    passage = set(content_terms(ev.passage))
+    passage = set(content_terms(_near(ev.claim, ev.passage)))
     if ask.side:
         named = all(has_term(t, where) for t in ask.terms) or (
             all(has_term(t, said) for t in ask.terms) and not any(has_term(t, said) for t in ask.others)
