@@ -198,7 +198,8 @@ class NoteVectors:
         matrix, ids = self._load(embedder)
         if not ids:
             return []
-        np = embedder._np
+        import numpy as np  # installed with the embeddings extra, which made ``embedder``
+
         sims = matrix @ _query_vector(embedder, query)
         n = min(n, len(ids))
         top = np.argpartition(-sims, n - 1)[:n]
@@ -208,7 +209,8 @@ class NoteVectors:
     def _load(self, embedder: Embedder) -> tuple[Any, list[int]]:
         """The vectors of the notes the index holds, with their file ids; read again only after either
         file changed."""
-        np = embedder._np
+        import numpy as np
+
         with self._lock:
             db = self._db()
             # data_version moves when another connection commits; this one's own writes drop the matrix
