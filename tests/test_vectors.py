@@ -112,6 +112,26 @@ def test_a_vault_embeds_every_note_once_then_only_what_changed(plugins: Vault, t
     }
 
 
+def test_a_refresh_leaves_many_changed_notes_to_an_explicit_index(
+    plugins: Vault, tiny_model: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    plugins.embed()
+    monkeypatch.setattr(_vectors, "REFRESH_EMBED_LIMIT", 1)
+    before = _stored(plugins)
+    for name in ("Kanban", "Daily Quotes"):
+        (plugins.root / f"Plugins/{name}.md").write_text(f"{name}, rewritten.\n")
+    (plugins.root / "Plugins/PDF Emojis.md").unlink()
+    with caplog.at_level(logging.WARNING, logger="engine.vault._vectors"):
+        plugins.refresh(full=True)
+    after = _stored(plugins)
+    assert after["Plugins/Kanban.md"] == before["Plugins/Kanban.md"]  # not embedded by the refresh
+    assert "Plugins/PDF Emojis.md" not in after  # a removed note is forgotten all the same
+    assert "2 notes changed since they were embedded" in caplog.text
+    status = plugins.embeddings_status()
+    assert status is not None and status["stale"] == 2
+    assert plugins.embed() == 2
+
+
 def test_a_vault_that_did_not_opt_in_embeds_nothing(plugins: Vault, tiny_model: Path) -> None:
     plugins.refresh()
     assert plugins.embeddings_status() is None and not vectors_path(plugins.index).exists()

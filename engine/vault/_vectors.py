@@ -48,6 +48,7 @@ QUERY_TOKENS = 64
 CARD_CHARS = 3000  # read of a note's cleaned text (more than CARD_TOKENS ever take)
 CARD_VERSION = "1"  # bump when ``note_card`` changes: every note is embedded again
 _COMMIT_EVERY = 128  # notes embedded per transaction
+REFRESH_EMBED_LIMIT = 200  # notes a refresh embeds by itself (~10 s); more wait for an explicit index
 # Fusion with the text ranking: reciprocal ranks with a small offset (the top of each list counts most),
 # the two rankings weighed alike, over the first SEMANTIC_DEPTH notes of the semantic one, the text
 # ranking's first note kept first when the semantic ranking has it in its first SEMANTIC_AGREE. Chosen
@@ -150,11 +151,15 @@ class NoteVectors:
         return todo, sorted(have.keys() - notes.keys())
 
     def sync(
-        self, embedder: Embedder | None = None, progress: Callable[[int, int], None] | None = None
+        self,
+        embedder: Embedder | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        stale: tuple[list[tuple[str, str]], list[str]] | None = None,
     ) -> int:
-        """Embed the notes that are new or changed since they were embedded, forget the removed ones;
-        returns how many notes were embedded."""
-        todo, gone = self.stale()
+        """Embed the notes that are new or changed since they were embedded, forget the removed ones
+        (``stale``: what ``stale()`` just said); returns how many notes were embedded."""
+        todo, gone = stale if stale is not None else self.stale()
         with self._lock:
             db = self._db()
             if gone:
@@ -284,9 +289,19 @@ def refresh_vectors(index: VaultIndex, changed: bool = True) -> int:
     embedder = embedder_or_none(store.model)
     if embedder is None:
         return 0
-    embedded = store.sync(embedder)
+    todo, gone = store.stale()
     store.checked = True
-    return embedded
+    if len(todo) > REFRESH_EMBED_LIMIT:
+        # Many notes at once (a folder copied in, a new model) would hold up the search or run that
+        # refreshed, silently: they wait for an explicit ``shad vault index --embeddings``, with progress.
+        store.sync(embedder, stale=([], gone))
+        log.warning(
+            "%d notes changed since they were embedded; semantic ranking uses the vectors it has until "
+            "`shad vault index --embeddings` embeds them",
+            len(todo),
+        )
+        return 0
+    return store.sync(embedder, stale=(todo, gone))
 
 
 def vectors_status(index: VaultIndex) -> dict[str, Any] | None:
