@@ -4,6 +4,7 @@ fusion with the text ranking, and the ``shad vault index --embeddings`` switch."
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ PARAPHRASE = "Is there an add-on that goes light or dark on its own to match my 
 def _use_model(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     monkeypatch.setenv("SHAD_EMBEDDING_MODEL", str(folder))
     monkeypatch.setattr(_embedder, "_LOADED", {})
-    monkeypatch.setattr(_vectors, "_STORES", {})
+    monkeypatch.setattr(_vectors, "_STORES", weakref.WeakKeyDictionary())
     monkeypatch.setattr(_vectors, "_WARNED", set())
 
 

@@ -19,6 +19,7 @@ import logging
 import re
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -252,15 +253,17 @@ def _query_vector(embedder: Embedder, query: str) -> Any:
 _QUERIES: OrderedDict[tuple[str, str], Any] = OrderedDict()
 _QUERIES_LOCK = threading.Lock()
 _QUERIES_KEPT = 512
-_STORES: dict[Path, NoteVectors] = {}
+# One store per index object, gone with it: two vaults opened on one folder each keep theirs, instead of
+# taking turns (each turn reopened the file and reread every vector, and left the last one's open).
+_STORES: weakref.WeakKeyDictionary[VaultIndex, NoteVectors] = weakref.WeakKeyDictionary()
 _STORES_LOCK = threading.Lock()
 
 
 def _store(index: VaultIndex) -> NoteVectors:
     with _STORES_LOCK:
-        store = _STORES.get(index.db_path)
-        if store is None or store.index is not index:
-            store = _STORES[index.db_path] = NoteVectors(index)
+        store = _STORES.get(index)
+        if store is None:
+            store = _STORES[index] = NoteVectors(index)
         return store
 
 
