@@ -939,6 +939,34 @@ def test_comments_left_out_of_indexed_text() -> None:
     assert "secret planning" in note.body  # still in the note itself
 
 
+def test_html_comments_hold_no_heading_and_are_left_out_of_indexed_text() -> None:
+    # A template's unused placeholders (obsidian-hub's people notes): a reader sees none of them.
+    text = (
+        f"# Ann\n{FILLER}\n<!-- - Sponsor: [[GitHub sponsors]] ^sponsor-->\n"
+        "<!--\n### Unlisted plugins\n-->\n## Author of\nvisible words, inline <!-- secret --> too\n"
+        "<!--\n## Others\nsecret placeholder [[Hidden]]\n-->\n"
+    )
+    note, chunks = parse_for_index("a.md", text.encode())
+    assert [h.text for h in note.headings] == ["Ann", "Author of"]
+    indexed = "".join(c.text for c in chunks)
+    assert "secret" not in indexed and "Unlisted" not in indexed and "Sponsor" not in indexed
+    assert "visible words, inline" in indexed
+    assert [c.heading for c in chunks] == ["Ann", "Author of"]
+    assert targets(note) == ["GitHub sponsors", "Hidden"]  # links in them count, as Obsidian counts them
+    assert "secret placeholder" in note.body
+
+
+def test_html_comment_markers_in_code_or_left_open() -> None:
+    text = (
+        "# A\nWrite `<!--` to start one.\n\n## B\nshown\n\n```\n<!--\n```\n"
+        "## C\nshown too <!-- never closed\n## D\nhidden\n"
+    )
+    note, chunks = parse_for_index("a.md", text.encode())
+    assert [h.text for h in note.headings] == ["A", "B", "C"]
+    indexed = "".join(c.text for c in chunks)
+    assert "shown too" in indexed and "hidden" not in indexed
+
+
 def test_too_many_sections_are_capped() -> None:
     text = "".join(f"## Section {i}\n{FILLER}\n" for i in range(MAX_CHUNKS + 200))
     _note, chunks = parse_for_index("a.md", text.encode())

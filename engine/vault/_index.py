@@ -59,7 +59,8 @@ __all__ = [
 # 13: what the parse writes changed without a bump (flags read as true/false and left out, a property the
 #     body says left out, hand-read frontmatter): indexes from 12 kept "publish: true" in first passages.
 #     Any change to what a note is parsed into bumps this.
-SCHEMA_VERSION = "13"
+# 14: HTML comments hold no heading and are not indexed (obsidian-hub's template placeholders).
+SCHEMA_VERSION = "14"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000

@@ -1,7 +1,10 @@
 """Parse one Obsidian note from bytes, tolerantly: a broken note still loads, with a diagnostic.
 
 What counts as a link, tag, heading or block id follows Obsidian: nothing inside fenced code, inline
-code or ``%% comments %%``; ``\\|`` inside a table cell separates a link's target from its alias.
+code or ``%% comments %%``; ``\\|`` inside a table cell separates a link's target from its alias. An
+HTML comment (``<!-- ... -->``) holds no heading either, and its text is not indexed: a reader never sees
+it (templates keep their unused placeholders there: a heading or a "Sponsor this author" line each of
+thousands of notes hides). Links, tags and block ids in it count, as Obsidian counts them.
 """
 
 from __future__ import annotations
@@ -202,9 +205,13 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
     links = _body_links(masked, line_of)
     links.extend(_frontmatter_links(frontmatter))
     has_hash = "#" in masked
+    html_comments = _html_comment_spans(masked) if "<!--" in masked else []
+    if html_comments:
+        comments = sorted(comments + html_comments)
+    heading_text = _blank(masked, html_comments) if html_comments and has_hash else masked
     headings = [
         Heading(len(m.group(1)), _strip_block(m.group(2)), line_of(m.start()), m.start())
-        for m in (_HEADING.finditer(masked) if has_hash else ())
+        for m in (_HEADING.finditer(heading_text) if has_hash else ())
     ]
     blocks = {m.group(1): line_of(m.start(1)) for m in _BLOCK_ID.finditer(masked)} if "^" in masked else {}
     inline_tags: list[str] = []
@@ -358,6 +365,18 @@ def _comment_spans(text: str) -> list[tuple[int, int]]:
     while (start := text.find("%%", pos)) >= 0:
         close = text.find("%%", start + 2)
         pos = close + 2 if close >= 0 else len(text)
+        spans.append((start, pos))
+    return spans
+
+
+def _html_comment_spans(text: str) -> list[tuple[int, int]]:
+    """The ``<!-- ... -->`` spans of ``text`` (code and ``%%`` comments already blanked); one left open
+    runs to the end, as a browser reads it."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (start := text.find("<!--", pos)) >= 0:
+        close = text.find("-->", start + 4)
+        pos = close + 3 if close >= 0 else len(text)
         spans.append((start, pos))
     return spans
 
