@@ -326,7 +326,7 @@ def test_code_schema_bump_rebuilds(demo_copy: Path, monkeypatch: pytest.MonkeyPa
 # What a fixed set of notes is indexed into (content tables only: FTS5's own segment layout depends on the
 # SQLite build), per schema version. A change to what notes are parsed into changes it: bump
 # ``SCHEMA_VERSION`` (so existing indexes are rebuilt, not left with the old text) and record the new one.
-INDEX_FINGERPRINTS = {"14": "503927ac7d3970b6bf4b4b50b47b8537c8eadaa6b4f261b0874ca7e13a92b77b"}
+INDEX_FINGERPRINTS = {"15": "1c55540f46701fcaaefaf12e37a8041c82d9adc51c9358eb8eae8c49cb8a2b37"}
 _SAMPLE = {
     "Sync/Security.md": "---\naliases:\n  - Privacy\ndescription: Learn about security.\nmobile: false\n"
     "permalink: sync/security\npublish: true\ncreated: 2023-09-12\nurl: https://example.com/x\n"
@@ -334,6 +334,7 @@ _SAMPLE = {
     "## Encryption\n\nEnd-to-end. %% hidden note %% See [[Sync/Plans#Standard|plans]] and "
     "[docs](https://example.com/docs). ^block-1\n\n```py\nprint('code')\n```\n### Keys\n\n- item one\n",
     "Sync/Plans.md": "# Plans\n\n## Standard\n\nRetained for 1 month. ![[People/Ann]]\n"
+    '![Plan badge](https://img.example/plans.svg) <span class="note">Billed monthly.</span>\n'
     "<!--\n## Unused placeholder\n\nA template's hidden section, long enough to be a passage.\n-->\n",
     "People/Ann.md": "---\ntype: person\nrating: 7\n---\nAnn writes [[Missing note]].\n",
 }

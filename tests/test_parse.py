@@ -967,6 +967,25 @@ def test_html_comment_markers_in_code_or_left_open() -> None:
     assert "shown too" in indexed and "hidden" not in indexed
 
 
+def test_image_addresses_and_html_tags_are_left_out_of_indexed_text() -> None:
+    # obsidian-hub's plugin notes open with badges: a passage of image addresses matched "github stars".
+    text = (
+        "# Plugin\n![GitHub Repo stars](https://img.shields.io/github/stars/x/y?style=for-the-badge)\n"
+        "Links: [GitHub](https://github.com/x/y) or [<button id=HH>Open in Obsidian</button>](obsidian://x)\n"
+        '<span class="git-footer">footer words</span> <br> <https://example.com/kept>\n'
+        "If a < b > c, a List<String> stays. ![[Diagram.png]]\n"
+        "```html\n<div class=shown>code</div> ![alt](in-code.png)\n```\n"
+    )
+    _note, chunks = parse_for_index("a.md", text.encode())
+    indexed = "".join(c.text for c in chunks)
+    assert "GitHub Repo stars" in indexed and "shields" not in indexed  # the alt text stays
+    assert "Open in Obsidian" in indexed and "button" not in indexed and "<span" not in indexed
+    assert "footer words" in indexed and "<br>" not in indexed
+    assert "[GitHub](https://github.com/x/y)" in indexed and "<https://example.com/kept>" in indexed
+    assert "a < b > c" in indexed and "List<String>" in indexed and "![[Diagram.png]]" in indexed
+    assert "<div class=shown>code</div> ![alt](in-code.png)" in indexed  # code is indexed as written
+
+
 def test_too_many_sections_are_capped() -> None:
     text = "".join(f"## Section {i}\n{FILLER}\n" for i in range(MAX_CHUNKS + 200))
     _note, chunks = parse_for_index("a.md", text.encode())

@@ -60,7 +60,8 @@ __all__ = [
 #     body says left out, hand-read frontmatter): indexes from 12 kept "publish: true" in first passages.
 #     Any change to what a note is parsed into bumps this.
 # 14: HTML comments hold no heading and are not indexed (obsidian-hub's template placeholders).
-SCHEMA_VERSION = "14"
+# 15: image addresses (the alt text stays) and HTML tags (their content stays) are not indexed.
+SCHEMA_VERSION = "15"
 _PROPS_CHARS = 2000  # frontmatter values indexed per note, at most
 _NOT_PROPS = frozenset({"aliases", "alias", "cssclasses", "cssclass", "position"})
 _BATCH = 1000

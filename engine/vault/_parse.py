@@ -80,12 +80,14 @@ class Chunk:
 def parse_for_index(path: str, raw: bytes, *, mtime: float = 0.0) -> tuple[Note, list[Chunk]]:
     """Parse a note and cut the text worth indexing into passages.
 
-    The indexed text leaves out ``%% comments %%`` (Obsidian hides them; Excalidraw keeps whole drawings
-    there) and stops at ``INDEXED_BODY_CHARS``.
+    The indexed text leaves out what a reader of the note never sees: ``%% comments %%`` (Excalidraw keeps
+    whole drawings there) and HTML comments, an image's address (``![alt](address)`` is indexed as its
+    alt text: a plugin note's badges were a passage of image addresses) and HTML tags (their content
+    stays). It stops at ``INDEXED_BODY_CHARS``.
     """
-    note, comments = _parse(path, raw, mtime)
+    note, hidden = _parse(path, raw, mtime, markup=True)
     body = note.body
-    hidden = sorted(comments)
+    hidden.sort()
     sections: list[tuple[int, int, list[str]]] = []  # (start, end, heading chain)
     chain: list[tuple[int, str]] = []
     bounds = [(h.offset, h.level, h.text) for h in note.headings]
@@ -167,7 +169,9 @@ def _split_long(text: str) -> list[str]:
     return pieces
 
 
-def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, int]]]:
+def _parse(path: str, raw: bytes, mtime: float, markup: bool = False) -> tuple[Note, list[tuple[int, int]]]:
+    """The note, and the spans of its body a reader never sees (comments; with ``markup``, also image
+    addresses and HTML tags): what the index leaves out."""
     diagnostics: list[Diagnostic] = []
     size = len(raw)
     digest = hashlib.sha256(raw).hexdigest()
@@ -206,12 +210,14 @@ def _parse(path: str, raw: bytes, mtime: float) -> tuple[Note, list[tuple[int, i
     links.extend(_frontmatter_links(frontmatter))
     has_hash = "#" in masked
     html_comments = _html_comment_spans(masked) if "<!--" in masked else []
+    visible = _blank(masked, html_comments) if html_comments and (has_hash or markup) else masked
     if html_comments:
-        comments = sorted(comments + html_comments)
-    heading_text = _blank(masked, html_comments) if html_comments and has_hash else masked
+        comments += html_comments
+    if markup:
+        comments += _markup_spans(visible)
     headings = [
         Heading(len(m.group(1)), _strip_block(m.group(2)), line_of(m.start()), m.start())
-        for m in (_HEADING.finditer(heading_text) if has_hash else ())
+        for m in (_HEADING.finditer(visible) if has_hash else ())
     ]
     blocks = {m.group(1): line_of(m.start(1)) for m in _BLOCK_ID.finditer(masked)} if "^" in masked else {}
     inline_tags: list[str] = []
@@ -366,6 +372,30 @@ def _comment_spans(text: str) -> list[tuple[int, int]]:
         close = text.find("%%", start + 2)
         pos = close + 2 if close >= 0 else len(text)
         spans.append((start, pos))
+    return spans
+
+
+# An image in Markdown (its alt text is group 1) and an HTML tag, by the names notes use: "a < b > c" or a
+# generic type "List<String>" in prose is not one.
+_IMAGE = re.compile(r'!\[([^\]\n]*)\]\(\s*(?:<[^>\n]+>|[^)\s]+)(?:\s+"[^"\n]*")?\s*\)')
+_HTML_TAG = re.compile(
+    r"</?(?:a|abbr|article|aside|audio|b|blockquote|br|button|center|code|del|details|div|em|figcaption|"
+    r"figure|font|footer|h[1-6]|header|hr|i|iframe|img|input|ins|kbd|label|li|main|mark|nav|ol|p|picture|"
+    r"pre|q|s|section|small|source|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|u|ul|video)"
+    r"(?![\w-])[^<>\n]*>",
+    re.I,
+)
+
+
+def _markup_spans(text: str) -> list[tuple[int, int]]:
+    """What a reader does not see of ``text`` (code and comments blanked): an image's ``![`` and
+    ``](address)`` around its alt text, and HTML tags."""
+    spans: list[tuple[int, int]] = []
+    if "![" in text:
+        for m in _IMAGE.finditer(text):
+            spans += [(m.start(), m.start(1)), (m.end(1), m.end())]
+    if "<" in text:
+        spans += [m.span() for m in _HTML_TAG.finditer(text)]
     return spans
 
 
