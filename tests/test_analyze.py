@@ -39,7 +39,8 @@ TEA = (
     "How do I whisk matcha for a ceremony?",
     "Matcha whisking technique and ceremony etiquette",
 )
-TEA_DECOMPOSED = "What is the etiquette of a matcha ceremony and how do I whisk matcha?"
+# Decomposed, and paused: its framing subtask is weak and high-impact ("securely": security at depth 1).
+TEA_DECOMPOSED = "What is the etiquette of a matcha ceremony and how do I whisk matcha securely?"
 REDISTRIBUTED = "the audit weight 0.20 was redistributed to history pain and coverage"
 
 

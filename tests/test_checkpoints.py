@@ -49,6 +49,17 @@ def test_depth_two_needs_fan_out_to_be_high_impact() -> None:
     assert reason is not None and "2 subtasks depend on it" in reason
 
 
+def test_later_stages_that_retrieve_on_their_own_do_not_make_a_node_gating() -> None:
+    """gather_evidence waits for frame_question, but retrieves for its own clause: a weak framing of a
+    two-part question does not stop the run for a person."""
+    frame = Node("frame_question", "Frame the question: A, and B?", "frame_question", 1, parent="root")
+    gathers = [
+        Node(f"gather_{i}", f"clause {i}", "gather_evidence", 1, parent="root", hard_deps=["frame_question"])
+        for i in range(3)
+    ]
+    assert cp.high_impact(frame, dag_of(Node("root", "goal", "goal", 0), frame, *gathers)) is None
+
+
 def test_note_lists_become_wikilinks() -> None:
     assert cp.parse_note_list("[[A/B]], C/D.md\nwork:E/F#Part") == ["[[A/B]]", "[[C/D]]", "[[work:E/F#Part]]"]
     assert cp.parse_note_list(" , \n") == []

@@ -90,12 +90,14 @@ def requested(node: Node, dag: Dag, goal: str, stages: tuple[str, ...], primary:
 
 def high_impact(node: Node, dag: Dag) -> str | None:
     """Why ``node`` is high-impact, or None: an impact category in its task at depth <= 1, or at least
-    ``FAN_OUT`` subtasks that cannot start without it."""
+    ``FAN_OUT`` subtasks that build on its evidence: those of its own stage that cannot start without
+    it (the second steps of a question, which retrieve from what it found). A later stage of the
+    strategy (gather after frame) retrieves on its own: a weak framing leaves its evidence as strong."""
     if node.depth <= 1:
         found = [name for name, rx in _IMPACT_RE.items() if rx.search(node.task)]
         if found:
             return f"{' and '.join(found)} at depth {node.depth}"
-    dependents = [n.id for n in dag if node.id in n.hard_deps]
+    dependents = [n.id for n in dag if node.id in n.hard_deps and n.stage == node.stage]
     if len(dependents) >= FAN_OUT:
         return f"{len(dependents)} subtasks depend on it ({', '.join(sorted(dependents)[:5])})"
     return None
