@@ -164,6 +164,23 @@ def test_missing_vault_is_a_usage_error(shad: Any, tmp_path: Path) -> None:
     assert_one_line_error(no_vault, "--vault")
 
 
+def test_a_folder_without_notes_is_a_usage_error_before_anything_is_spent(
+    shad: Any, tmp_path: Path, shad_home: Path
+) -> None:
+    empty = tmp_path / "empty"
+    (empty / "attachments").mkdir(parents=True)
+    (empty / "attachments" / "photo.png").write_bytes(b"\x89PNG")
+    (empty / "Shad" / "History").mkdir(parents=True)
+    (empty / "Shad" / "History" / "old report.md").write_text("# An old run's report\n", "utf-8")
+    r = shad("run", SIMPLE, "--vault", str(empty), "--provider", "offline")
+    assert r.code == 2
+    assert_one_line_error(r, "has no notes")
+    assert "point --vault at a folder that contains .md files" in r.err
+    assert not (shad_home / "runs.jsonl").exists() and not (empty / "Shad" / "History" / "Runs").exists()
+    (empty / "note.md").write_text("# A note\n\nResting beans.\n", "utf-8")
+    assert shad("run", SIMPLE, "--vault", str(empty), "--provider", "offline").code in (0, 3)
+
+
 def test_unknown_provider_is_a_usage_error(shad: Any, vault: Path) -> None:
     r = shad("run", SIMPLE, "--vault", str(vault), "--provider", "nope")
     assert r.code == 2

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..config import RunConfig
+from ..errors import UsageError
 from ..events import LIVE_ONLY, Event, NodePruned, RunStarted, to_record
 from ..llm import Provider, Recorder, default_provider_name
 from ..llm import get as get_provider
@@ -189,6 +190,7 @@ async def open_context(
     store, vaults = got_store, got_vaults
     try:
         check_voice(config.voice, chosen.name, vaults.vaults)  # an unknown voice, or no model to render it
+        await to_disk_thread(_check_notes, vaults)
     except BaseException:
         vaults.close()
         raise
@@ -204,6 +206,18 @@ async def open_context(
         # The refresh must be over before anyone closes the vaults under it; its own error is moot now.
         await asyncio.gather(refreshing, return_exceptions=True)
         raise
+
+
+def _check_notes(vaults: VaultSet) -> None:
+    """A folder with no note is a wrong ``--vault`` (an empty folder, the parent of the vault, a typo
+    that exists): said before the run spends a call, as the vault commands say it."""
+    for v in vaults.vaults:
+        has_notes = getattr(v, "has_notes", None)  # a backend's server keeps its own notes
+        if callable(has_notes) and not has_notes():
+            raise UsageError(
+                f"vault {v.id!r} has no notes: {v.root}",
+                hint="point --vault at a folder that contains .md files",
+            )
 
 
 async def _open(

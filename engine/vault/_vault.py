@@ -24,7 +24,7 @@ from ._links import backlinks as _backlinks
 from ._links import neighbors as _neighbors
 from ._model import Diagnostic, Hit, Note
 from ._parse import parse_note
-from ._scan import is_conflict_copy
+from ._scan import is_conflict_copy, stream_vault
 from ._search import SearchFilters, search_index, searched_synonyms
 from ._templates import template_folders
 from ._vectors import drop_vectors, embed_notes, refresh_vectors, vectors_status
@@ -297,6 +297,17 @@ class Vault:
                 )
                 out.append({"path": path, "original": base if (self.root / base).is_file() else None})
         return out
+
+    def has_notes(self) -> bool:
+        """Whether the folder holds a note (outside Shad's run history unless it is included): a walk that
+        stops at the first, without opening the index. What a run checks before it spends anything."""
+        walk = stream_vault(str(self.root), [])
+        try:
+            return any(e.is_note and (self.include_history or _not_history(e.path)) for e in walk)
+        finally:
+            close = getattr(walk, "close", None)  # the walk's ``find`` process ends with it
+            if callable(close):
+                close()
 
     def list_notes(self, folder: str | None = None, recursive: bool = True) -> list[str]:
         """Vault-relative paths of notes, sorted; optionally only under ``folder``."""
