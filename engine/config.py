@@ -194,6 +194,11 @@ class RunConfig:
                 resolved.append(v.strip())  # opened, and checked, by the vault layer's backend
                 continue
             path = Path(v).expanduser()
+            if path.exists() and not path.is_dir():
+                raise VaultNotFoundError(
+                    f"vault path is not a folder: {path}",
+                    hint="pass the vault's folder, not a file inside it",
+                )
             if not path.is_dir():
                 raise VaultNotFoundError(
                     f"vault folder not found: {path}",

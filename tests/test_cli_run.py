@@ -159,6 +159,12 @@ def test_missing_vault_is_a_usage_error(shad: Any, tmp_path: Path) -> None:
     r = shad("run", SIMPLE, "--vault", str(tmp_path / "nowhere"), "--provider", "offline")
     assert r.code == 2
     assert_one_line_error(r, "vault folder not found")
+    a_file = tmp_path / "note.md"
+    a_file.write_text("# A note\n", "utf-8")
+    r = shad("run", SIMPLE, "--vault", str(a_file), "--provider", "offline")
+    assert r.code == 2
+    assert_one_line_error(r, "vault path is not a folder")
+    assert "not a file inside it" in r.err
     no_vault = shad("run", SIMPLE, "--provider", "offline")
     assert no_vault.code == 2
     assert_one_line_error(no_vault, "--vault")
