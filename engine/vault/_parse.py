@@ -42,7 +42,6 @@ RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "par
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
 _FENCE_MARK = re.compile(r"[`~]{3}")
-_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
 # Opens with a literal backtick (the run's first; the group holds the rest of it): the regex engine then
 # jumps from one backtick to the next instead of trying the pattern at every character.
 _INLINE_CODE = re.compile(r"`(`*)[^`\n](?:.*?[^`\n])??`\1(?!`)")
@@ -209,7 +208,7 @@ def _parse(path: str, raw: bytes, mtime: float, markup: bool = False) -> tuple[N
     links = _body_links(masked, line_of)
     links.extend(_frontmatter_links(frontmatter))
     has_hash = "#" in masked
-    html_comments = _html_comment_spans(masked) if "<!--" in masked else []
+    html_comments = _delimited_spans(masked, "<!--", "-->") if "<!--" in masked else []
     visible = _blank(masked, html_comments) if html_comments and (has_hash or markup) else masked
     if html_comments:
         comments += html_comments
@@ -324,7 +323,7 @@ def _mask_code_and_comments(body: str) -> tuple[str, list[tuple[int, int]]]:
         text = _blank(text, [m.span() for m in _INLINE_CODE.finditer(text)])
     comments: list[tuple[int, int]] = []
     if "%%" in text:
-        comments = _comment_spans(text)
+        comments = _delimited_spans(text, "%%", "%%")
         text = _blank(text, comments)
     return text, comments
 
@@ -363,14 +362,15 @@ def _fence_end(body: str, pos: int, char: str, length: int) -> int:
     return len(body)
 
 
-def _comment_spans(text: str) -> list[tuple[int, int]]:
-    """The spans of ``_COMMENT.finditer(text)``, found with ``str.find`` (the lazy regex steps through
-    every character of a long comment)."""
+def _delimited_spans(text: str, opener: str, closer: str) -> list[tuple[int, int]]:
+    """The spans from each ``opener`` to the ``closer`` after it (one left open runs to the end, as
+    Obsidian and a browser read ``%%`` and ``<!--``), found with ``str.find``: a lazy regex steps through
+    every character of a long comment."""
     spans: list[tuple[int, int]] = []
     pos = 0
-    while (start := text.find("%%", pos)) >= 0:
-        close = text.find("%%", start + 2)
-        pos = close + 2 if close >= 0 else len(text)
+    while (start := text.find(opener, pos)) >= 0:
+        close = text.find(closer, start + len(opener))
+        pos = close + len(closer) if close >= 0 else len(text)
         spans.append((start, pos))
     return spans
 
@@ -396,18 +396,6 @@ def _markup_spans(text: str) -> list[tuple[int, int]]:
             spans += [(m.start(), m.start(1)), (m.end(1), m.end())]
     if "<" in text:
         spans += [m.span() for m in _HTML_TAG.finditer(text)]
-    return spans
-
-
-def _html_comment_spans(text: str) -> list[tuple[int, int]]:
-    """The ``<!-- ... -->`` spans of ``text`` (code and ``%%`` comments already blanked); one left open
-    runs to the end, as a browser reads it."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    while (start := text.find("<!--", pos)) >= 0:
-        close = text.find("-->", start + 4)
-        pos = close + 3 if close >= 0 else len(text)
-        spans.append((start, pos))
     return spans
 
 
