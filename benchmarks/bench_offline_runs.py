@@ -23,7 +23,9 @@ Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the d
   ``success_without_answer`` lists the over-claims);
 - ``tokens_per_run`` (median) and ``runs_by_status``.
 
-Histories and indexes go to temporary folders: the vaults are only read.
+Histories, indexes and the run cache go to temporary folders: the vaults are only read. With
+``--shad-home`` the index is kept there (built once); the run cache is still a fresh one unless
+``--reuse-cache``: a cached answer would measure the code that wrote it, not the code under test.
 """
 
 from __future__ import annotations
@@ -153,6 +155,12 @@ def main() -> None:
     )
     parser.add_argument("--shad-home", help="index location (default: a temporary folder)")
     parser.add_argument(
+        "--reuse-cache",
+        action="store_true",
+        help="answer from the run cache of --shad-home (default: a fresh cache, so that what is measured "
+        "is the code, not answers cached by an earlier run of it)",
+    )
+    parser.add_argument(
         "--embeddings",
         action="store_true",
         help="semantic ranking on (the 'embeddings' extra; keep the vectors with --shad-home)",
@@ -160,6 +168,8 @@ def main() -> None:
     args = parser.parse_args()
     group: bool | str = "held_out" if args.held_out else args.blind
     os.environ["SHAD_HOME"] = args.shad_home or tempfile.mkdtemp(prefix="shad-offline-")
+    if not args.reuse_cache:  # the index of --shad-home is kept; its run cache is not consulted
+        os.environ["SHAD_STORE"] = str(Path(tempfile.mkdtemp(prefix="shad-offline-store-")) / "store.sqlite3")
     history = tempfile.mkdtemp(prefix="shad-offline-history-")
 
     if args.questions:
