@@ -1,0 +1,31 @@
+"""``engine/vault/_masking.py``: code and comments blanked in place; what a reader never sees found."""
+
+from __future__ import annotations
+
+from engine.vault._masking import blank, delimited_spans, markup_spans, mask_code_and_comments
+
+
+def test_blank_keeps_every_offset_and_newline() -> None:
+    text = "keep %% gone\nstill gone é %% keep"
+    out = blank(text, [(5, 29)])
+    assert len(out) == len(text) and out.count("\n") == 1
+    assert out.startswith("keep ") and out.endswith(" keep") and "gone" not in out
+
+
+def test_delimited_spans_run_to_the_end_when_left_open() -> None:
+    assert delimited_spans("a %% b %% c %% d", "%%", "%%") == [(2, 9), (12, 16)]
+    assert delimited_spans("x <!-- y --> z <!-- w", "<!--", "-->") == [(2, 12), (15, 21)]
+
+
+def test_code_is_masked_before_comments_and_keeps_its_offsets() -> None:
+    body = "`%%` is how\n```\n%% not a comment\n```\nafter %% hidden %% end"
+    masked, comments = mask_code_and_comments(body)
+    assert len(masked) == len(body)
+    assert "not a comment" not in masked and "hidden" not in masked and "after" in masked
+    assert [body[s:e] for s, e in comments] == ["%% hidden %%"]
+
+
+def test_markup_spans_leave_alt_text_and_tag_content() -> None:
+    text = '![Stars](https://img.example/s.svg "t") <kbd>Ctrl</kbd> a < b > c <https://x.y>'
+    kept = "".join(ch for i, ch in enumerate(text) if not any(s <= i < e for s, e in markup_spans(text)))
+    assert kept == "Stars Ctrl a < b > c <https://x.y>"
