@@ -179,7 +179,7 @@ def search_index(
     # Every word is very common: the notes whose names hold them all ("Sync Obsidian": the note named
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
     nothing = not candidates and not docs and not keys
-    if nothing and every["names"] and not names and affordable(index, strict, "names", times=AFFORDABLE_LAST):
+    if nothing and every["names"] and not names and _names_cheaper(index, strict):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
     if not candidates and not docs and not keys and every["fts"]:
         # Every word is very common (and so is their combination): ranked while that stays bearable, else
@@ -274,6 +274,17 @@ def _rank_docs(
     if len(found) == len(clauses) and affordable(index, strict, "docs", clauses):
         return rank_docs(index, strict, where, params, _N_DOCS)
     return []
+
+
+def _names_cheaper(index: VaultIndex, strict: str) -> bool:
+    """Whether the names that hold every word are few enough to rank instead of passages: as many as
+    ``AFFORDABLE_LAST`` times the names' cap, or fewer than the passages that hold them, within the
+    passage ranking's own bound ("Themes" at 100 MB: 1.4k names against 7k passages, 3 against 14 ms)."""
+    if affordable(index, strict, "names", times=AFFORDABLE_LAST):
+        return True
+    bound = AFFORDABLE_LAST * row_cap(index, "fts")
+    held = index.capped_count(strict, bound + 1, "names")
+    return held <= bound and held < index.capped_count(strict, bound + 1, "fts")
 
 
 def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[str]:
