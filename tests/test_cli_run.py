@@ -193,6 +193,20 @@ def test_unknown_provider_is_a_usage_error(shad: Any, vault: Path) -> None:
     assert_one_line_error(r, "unknown provider 'nope'")
 
 
+def test_the_anthropic_provider_without_a_key_is_a_usage_error_before_the_run(
+    shad: Any, vault: Path, shad_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every call would fail: the run spent its recovery ladder and ended FAILED, the SDK's traceback in
+    its report and "try again later" as the advice."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    r = shad("run", SIMPLE, "--vault", str(vault), "--provider", "anthropic")
+    assert r.code == 2
+    assert_one_line_error(r, "needs an API key, and ANTHROPIC_API_KEY is not set")
+    assert "--provider offline" in r.err
+    assert not (shad_home / "runs.jsonl").exists() and not (vault / "Shad").exists()
+
+
 def test_unknown_provider_starts_no_run(shad: Any, vault: Path, shad_home: Path) -> None:
     assert shad("run", SIMPLE, "--vault", str(vault), "--provider", "nope").code == 2
     assert not (shad_home / "runs.jsonl").exists()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import anthropic
 import pytest
 
+from engine.errors import UsageError
 from engine.llm import ANTHROPIC_MODELS, LLMRequest, ProviderError, Recorder, Tier, get
 from engine.llm._anthropic import AnthropicProvider
 
@@ -300,3 +301,11 @@ def test_a_failed_attempt_pickles_with_its_fields() -> None:
         7,
         "wait",
     )
+
+
+def test_no_key_is_a_usage_error_when_the_provider_is_made() -> None:
+    with pytest.raises(UsageError, match="needs an API key") as caught:
+        AnthropicProvider(env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    assert "--provider offline" in (caught.value.hint or "")
+    AnthropicProvider(env={"ANTHROPIC_AUTH_TOKEN": "t"})  # a gateway's token is enough
+    AnthropicProvider(api_key="k", env={})

@@ -27,6 +27,7 @@ from anthropic.types import (
     TextDelta,
 )
 
+from ..errors import UsageError
 from ._base import LLMRequest, LLMResponse, Tier
 from ._json import attach_json
 from ._models import ANTHROPIC_MODELS, resolve_models
@@ -81,6 +82,14 @@ class AnthropicProvider:
         env = os.environ if env is None else env
         key = api_key or env.get("ANTHROPIC_API_KEY") or None
         url = base_url or env.get("ANTHROPIC_BASE_URL") or None
+        if key is None and not env.get("ANTHROPIC_AUTH_TOKEN"):
+            # Said before a run starts: without it every call fails, and the run would spend its
+            # recovery ladder and end FAILED with the SDK's traceback in its report.
+            raise UsageError(
+                "the anthropic provider needs an API key, and ANTHROPIC_API_KEY is not set",
+                hint="export ANTHROPIC_API_KEY=... (or ANTHROPIC_AUTH_TOKEN), or run without a model: "
+                "--provider offline",
+            )
         self.models = resolve_models(ANTHROPIC_MODELS, models)
         self.stream = stream
         self.policy = RetryPolicy(max_retries=max_retries, base_delay=base_delay, max_delay=max_delay)
