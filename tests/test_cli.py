@@ -291,6 +291,15 @@ def test_note_without_extension_and_text(capsys: pytest.CaptureFixture[str]) -> 
     assert "invalid_frontmatter" in r.out
 
 
+def test_note_by_name_and_a_name_two_notes_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = shad("vault", "note", "Grind size", "--vault", str(DEMO), capsys=capsys)
+    assert r.code == 0, r.err
+    assert "Brewing/Grind size.md" in r.out
+    vault = write_vault(tmp_path / "v", {"Sync/Security.md": "# a", "Publish/Security.md": "# b"})
+    line = assert_one_clear_error(shad("vault", "links", "Security", "--vault", str(vault), capsys=capsys))
+    assert "Publish/Security.md" in line and "Sync/Security.md" in line
+
+
 def test_note_from_second_vault(two_vaults: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     a, b = two_vaults
     n = shad("vault", "note", "Pear.md", "--vault", str(a), "--vault", str(b), "--json", capsys=capsys).json()

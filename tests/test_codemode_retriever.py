@@ -94,6 +94,39 @@ def test_fabricated_context_is_dropped_and_the_ladder_falls_back(vault: Path) ->
     assert "90 days" not in run.report
 
 
+def test_a_context_item_that_names_its_note_is_cited_by_full_path(vault: Path) -> None:
+    """A script may give a note's name (or alias) as a link does: the item is kept, and cited by the full
+    path (a report cites full-path wikilinks only)."""
+    named = (
+        '__result__ = {"context": [{"vault": "vault", "path": "Degassing", "heading": None,'
+        ' "text": "It needs to rest for some days while it releases carbon dioxide (CO2)"}],'
+        ' "queries": ["rest"], "confidence": 0.9, "why": "named"}'
+    )
+    run = _run(vault, ScriptedModel([named]))
+    files = _artifacts(run)
+    assert not files["root-1.json"].get("dropped")
+    retrieved = run.dag.root().retrieval
+    assert retrieved["method"] == "codemode"
+    assert any(c["path"] == "Roasting/Resting beans.md" for c in run.summary["citations"])
+    assert "[[Degassing" not in run.report
+
+
+def test_a_name_is_checked_for_where_it_leads(vault: Path) -> None:
+    """The folders and copies never cited are refused by the path a name resolves to, not only by the
+    name as the script wrote it."""
+    copy = "Brewing/Espresso (conflict 2026-04-02).md"
+    text = (vault / copy).read_text().split("\n\n")[1].strip()[:120]
+    named = (
+        '__result__ = {"context": [{"vault": "vault", "path": "Espresso (conflict 2026-04-02)",'
+        f' "heading": None, "text": {json.dumps(text)}}}], "queries": ["espresso"], "confidence": 0.9,'
+        ' "why": "named"}'
+    )
+    run = _run(vault, ScriptedModel([named, named]), goal="What is espresso?")
+    files = _artifacts(run)
+    assert files["root-1.json"]["dropped"][0]["path"] == copy
+    assert "sync-conflict copy" in files["root-1.json"]["dropped"][0]["reason"]
+
+
 def test_a_blocked_script_is_recorded_and_regenerated_once(vault: Path) -> None:
     model = ScriptedModel(["data = open('/etc/passwd').read()\n__result__ = {'context': data}"])
     run = _run(vault, model)

@@ -170,6 +170,16 @@ def test_read_note_with_vault_selection(two: tuple[Path, Path]) -> None:
         vs.read_note("OnlyA.md", vault="personal")
 
 
+def test_read_note_by_name_says_which_notes_share_it(tmp_path: Path) -> None:
+    a = write_vault(tmp_path / "a", {"One/Plan.md": "# one", "Two/Plan.md": "# two"})
+    b = write_vault(tmp_path / "b", {"Other.md": "# other"})
+    vs = VaultSet([Vault(b, id="b"), Vault(a, id="a")])
+    assert vs.read_note("Other").vault == "b"
+    with pytest.raises(NoteNotFoundError) as exc:  # not "no note": which two it could be
+        vs.read_note("Plan")
+    assert exc.value.candidates == ["One/Plan.md", "Two/Plan.md"]
+
+
 def test_read_note_missing_everywhere(two: tuple[Path, Path]) -> None:
     a, b = two
     vs = VaultSet([Vault(a, id="work"), Vault(b, id="personal")])

@@ -65,5 +65,6 @@ def test_a_script_that_reads_a_conflict_copy_by_name_cannot_cite_it(vault: Path)
     vault_id = retriever.vaults.ids[0]
     copy = "Brewing/Espresso (conflict 2026-04-02).md"
     passage = "Espresso is coffee brewed by forcing hot water through a compacted bed of finely ground coffee"
-    assert retriever._check(vault_id, "Brewing/Espresso.md", passage) is None  # the real note: a source
+    real = "Brewing/Espresso.md"
+    assert retriever._check(vault_id, real, passage) == (None, real)  # the real note: a source
     assert "sync-conflict copy" in str(retriever._check(vault_id, copy, passage))

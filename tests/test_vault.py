@@ -188,6 +188,33 @@ def test_read_note_missing_is_note_not_found(demo: Vault, missing: str) -> None:
     assert exc.value.hint
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["Grind size", "grind size", "[[Grind size]]", "![[Grind size#Chart|the chart]]", "brewing/grind size"],
+)
+def test_read_note_by_name_or_link(demo: Vault, name: str) -> None:
+    """A note's name, or a wikilink to it, finds it as Obsidian resolves the link."""
+    assert demo.read_note(name).path == "Brewing/Grind size.md"
+
+
+def test_read_note_by_alias(demo: Vault) -> None:
+    assert demo.read_note("Burr mill").path == "Equipment/Burr grinder.md"
+
+
+def test_read_note_name_two_notes_share_is_refused_with_both(tmp_path: Path) -> None:
+    root = write_vault(
+        tmp_path / "v", {"Sync/Security.md": "# sync", "Publish/Security.md": "# publish", "photo.png": "x"}
+    )
+    v = Vault(root)
+    with pytest.raises(NoteNotFoundError) as exc:
+        v.read_note("Security")
+    assert exc.value.candidates == ["Publish/Security.md", "Sync/Security.md"]
+    assert "Publish/Security.md" in exc.value.message and "Sync/Security.md" in exc.value.message
+    assert v.read_note("Sync/Security").body.strip() == "# sync"  # the path still picks one
+    with pytest.raises(NoteNotFoundError):  # a name that is an attachment's is no note
+        v.read_note("[[photo.png]]")
+
+
 @pytest.mark.parametrize("empty", ["", "   "])
 def test_read_note_empty_path_is_usage_error(demo: Vault, empty: str) -> None:
     with pytest.raises(UsageError):

@@ -294,7 +294,10 @@ def _print_hits(hits: list[Hit], show_vault: bool) -> None:
 @vault_option
 @json_option
 def note_cmd(path: str, vaults: tuple[str, ...], as_json: bool) -> None:
-    """Show one note: frontmatter, headings, links (resolved), backlinks, tags, diagnostics."""
+    """Show one note: frontmatter, headings, links (resolved), backlinks, tags, diagnostics.
+
+    PATH is vault-relative (the .md may be left off), or the note's name or alias as a wikilink names it.
+    """
     vs = _open(vaults, not as_json)
     note = vs.read_note(path)
     owner = vs.get(note.vault or vs.ids[0])
@@ -338,7 +341,7 @@ def note_cmd(path: str, vaults: tuple[str, ...], as_json: bool) -> None:
 @click.option("--depth", default=1, show_default=True, type=click.IntRange(1, 10), help="Hops for neighbors.")
 @json_option
 def links_cmd(path: str, vaults: tuple[str, ...], depth: int, as_json: bool) -> None:
-    """Outgoing links, backlinks and neighbors (within --depth hops) of a note."""
+    """Outgoing links, backlinks and neighbors (within --depth hops) of a note (a path or a name)."""
     vs = _open(vaults, not as_json)
     note = vs.read_note(path)
     v = vs.get(note.vault or vs.ids[0])

@@ -86,7 +86,13 @@ def build_server(vaults: Sequence[str | os.PathLike[str]], *, name: str = "shad"
         description="One note: frontmatter, body, links (resolved), tags, headings, backlinks.",
     )
     def shad_read_note(
-        path: Annotated[str, Field(description="Vault-relative path with .md, e.g. Roasting/First crack.md")],
+        path: Annotated[
+            str,
+            Field(
+                description="Vault-relative path (e.g. Roasting/First crack.md), or the note's name as a "
+                "wikilink names it (First crack); a name two notes share is refused with both paths"
+            ),
+        ],
         vault: Annotated[
             str | None, Field(description="One served vault (id or path); default by priority.")
         ] = None,

@@ -40,7 +40,8 @@ obsidian.search(query: str, limit: int = 10, path: str | None = None, type: str 
     hits: {vault, path, title, score, snippet, heading, type, tags, passage}; plain questions work as
     queries; passage: the whole passage that matched (a note's properties lead its first one)
 obsidian.read_note(path: str, vault: str | None = None) -> dict
-    {path, title, frontmatter, properties, body, tags, headings: [{level, text, offset}], links, hash}
+    {path, title, frontmatter, properties, body, tags, headings: [{level, text, offset}], links, hash};
+    path: vault-relative, or a note's name as a wikilink names it ("First crack")
 obsidian.list_notes(folder: str | None = None) -> list[str]
 obsidian.get_frontmatter(path) -> dict            obsidian.links(path) / obsidian.backlinks(path) -> list[str]
 obsidian.neighbors(path, depth=1) -> list[str]    obsidian.create_wikilink(path, heading=None) -> str
@@ -319,7 +320,7 @@ class CodeModeRetriever:
             text = str(item.get("text", ""))[:MAX_ITEM_CHARS].strip()
             vault_id, path = str(item.get("vault") or self.vaults.ids[0]), str(item.get("path", ""))
             heading = item.get("heading") if isinstance(item.get("heading"), str) else None
-            reason = self._check(vault_id, path, text)
+            reason, path = self._check(vault_id, path, text)
             if reason:
                 dropped.append({"vault": vault_id, "path": path, "reason": reason})
                 continue
@@ -344,23 +345,35 @@ class CodeModeRetriever:
             dropped,
         )
 
-    def _check(self, vault_id: str, path: str, text: str) -> str | None:
+    def _check(self, vault_id: str, path: str, text: str) -> tuple[str | None, str]:
+        """Why the item cannot be cited (None: it can), and the note's path: a script may name a note as a
+        link does ("Grind size"), and the citation is then to its full path."""
         if not text:
-            return "empty text"
+            return "empty text", path
+        reason = self._uncitable(path)
+        if reason:
+            return reason, path
+        try:
+            note = self.vaults.get(vault_id).read_note(path)
+        except Exception as exc:  # a name the script invented, or a path outside the vault
+            return f"not a note of the vaults ({type(exc).__name__})", path
+        path = note.path
+        reason = self._uncitable(path)  # what a name led to
+        if reason:
+            return reason, path
+        probe = _squash(text)[:200]
+        # A search hit's passage leads with the note's properties, as Obsidian shows them above the body.
+        source = _squash(properties_text(note.frontmatter, note.body, web=True) + "\n" + note.body)
+        return (None if probe and probe[:80] in source else "text does not occur in the cited note"), path
+
+    def _uncitable(self, path: str) -> str | None:
         if not self.include_history and path.startswith(HISTORY_FOLDER + "/"):
             return "run history is not cited unless asked (--include-history)"
         if any(path.startswith(folder + "/") for folder in UNCITED_FOLDERS):
             return "Shad's working notes (reports, unreviewed learnings, scratch) are not sources"
         if is_conflict_copy(path):  # search leaves them out; a script may still read one by name
             return "a sync-conflict copy duplicates a real note and is never a source"
-        try:
-            note = self.vaults.get(vault_id).read_note(path)
-        except Exception as exc:  # a name the script invented, or a path outside the vault
-            return f"not a note of the vaults ({type(exc).__name__})"
-        probe = _squash(text)[:200]
-        # A search hit's passage leads with the note's properties, as Obsidian shows them above the body.
-        source = _squash(properties_text(note.frontmatter, note.body, web=True) + "\n" + note.body)
-        return None if probe and probe[:80] in source else "text does not occur in the cited note"
+        return None
 
 
 def _squash(text: str) -> str:

@@ -126,14 +126,18 @@ class VaultSet:
 
     def read_note(self, path: str, vault: str | None = None) -> Note:
         """The note at ``path`` in ``vault``, or in the first vault (by priority) that has it."""
+        ambiguous: NoteNotFoundError | None = None
         for v in self._select(vault, None):
             try:
                 return v.read_note(path)
-            except NoteNotFoundError:
-                continue
+            except NoteNotFoundError as exc:
+                ambiguous = ambiguous or (exc if getattr(exc, "candidates", None) else None)
+        if ambiguous is not None:  # a name two notes share: which ones, not "no note"
+            raise ambiguous
         raise NoteNotFoundError(
             f"no note {path!r} in vaults {', '.join(self.ids)}",
-            hint="paths are vault-relative with the .md extension",
+            hint="give a note's vault-relative path (the .md may be left off) or its name; "
+            "try `shad vault search`",
         )
 
     def list_notes(

@@ -248,23 +248,40 @@ class Vault:
     # --- notes -------------------------------------------------------------------------------------------
 
     def resolve_path(self, path: str) -> str:
-        """A vault-relative note path that exists; ``.md`` may be left off."""
+        """A vault-relative note path that exists; ``.md`` may be left off. A note's name, alias or link
+        (``Canvas``, ``[[Canvas#Create a new canvas|canvas]]``) finds it as Obsidian resolves the link,
+        when that names one note: a name two notes share is refused with both paths, never guessed."""
         rel = normalize_note_path(path)
         candidates = [rel] if rel.lower().endswith(".md") else [rel + ".md", rel]
         for cand in candidates:
-            full = self.root / cand
-            if full.is_file():
-                real = os.path.realpath(full)
-                if not (real == str(self.root) or real.startswith(str(self.root) + os.sep)):
-                    raise PathOutsideVaultError(
-                        f"{path!r} is a symlink that points outside the vault",
-                        hint="only files inside the vault can be read",
-                    )
-                return cand
+            if (self.root / cand).is_file():
+                return self._inside(cand, path)
+        target = _link_target(path)
+        found, others = IndexResolver(self._ready().query).resolve(target) if target else (None, [])
+        notes = [p for p in (found, *others) if p and p.lower().endswith(".md")]
+        if len(notes) == 1:
+            return self._inside(normalize_note_path(notes[0]), path)
+        if notes:
+            raise NoteNotFoundError(
+                f"{path!r} names {len(notes)} notes in vault {self.id!r}: {', '.join(notes)}",
+                hint="give the path of the one you mean",
+                candidates=notes,
+            )
         raise NoteNotFoundError(
             f"no note {path!r} in vault {self.id!r}",
-            hint="paths are vault-relative with the .md extension; try `shad vault search`",
+            hint="give a note's vault-relative path (the .md may be left off) or its name; "
+            "try `shad vault search`",
         )
+
+    def _inside(self, rel: str, asked: str) -> str:
+        """``rel``, unless it is a symlink that leads out of the vault."""
+        real = os.path.realpath(self.root / rel)
+        if not (real == str(self.root) or real.startswith(str(self.root) + os.sep)):
+            raise PathOutsideVaultError(
+                f"{asked!r} is a symlink that points outside the vault",
+                hint="only files inside the vault can be read",
+            )
+        return rel
 
     def read_note(self, path: str) -> Note:
         """Read and parse one note from disk, with its links resolved against the vault."""
@@ -395,6 +412,14 @@ class Vault:
             },
             "embeddings": vectors_status(index),
         }
+
+
+def _link_target(text: str) -> str:
+    """The note a wikilink (or a bare name) names: ``[[Note#Heading|shown]]`` -> ``Note``."""
+    inner = text.strip()
+    if inner.startswith("![[") or inner.startswith("[["):
+        inner = inner.lstrip("!")[2:].removesuffix("]]")
+    return inner.split("|", 1)[0].split("#", 1)[0].strip()
 
 
 def _not_history(path: str) -> bool:
