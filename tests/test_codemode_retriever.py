@@ -127,6 +127,41 @@ def test_a_name_is_checked_for_where_it_leads(vault: Path) -> None:
     assert "sync-conflict copy" in files["root-1.json"]["dropped"][0]["reason"]
 
 
+def test_a_search_passage_quoted_as_is_is_never_taken_for_a_forgery(tmp_path: Path) -> None:
+    """A hit's passage leaves out what a reader never sees (comments, an image's address) and its
+    properties' web addresses, and joins a note's opening to the section that matched: quoted as is, it
+    still occurs in its note. Text that is not in the note does not."""
+    from _demo import write_vault
+
+    from engine.retrieval import CodeModeRetriever
+    from engine.vault import Vault, VaultSet
+
+    long_list = "\n".join(f"- [[Tool {i}]] does task number {i}" for i in range(400))
+    root = write_vault(
+        tmp_path / "v",
+        {
+            "People/Unarray.md": "# Unarray\n\n- GitHub: unarray ^github\n<!-- - Discord: `@` ^discord-->\n"
+            "- Website: <https://unarray.example> ^website\n%% a bio goes here %%\n\n## Author of\n\n"
+            "%% Begin Hub %%\n### Plugins\n- [[File Tree Generator]]\n",
+            "Theme.md": '---\ncategories:\n  - "[[Projects]]"\nurl: https://minimal.example\n'
+            "status: Active\n---\n"
+            "## To-do\n\n- [x] Color schemes ![badge](https://img.example/b.svg)\n- [x] Mobile support\n",
+            "Tools.md": f"# Tools\n\nEvery tool.\n\n## List\n{long_list}\n",
+        },
+    )
+    vaults = VaultSet([Vault(root)])
+    retriever = CodeModeRetriever(vaults, None, None, None)  # type: ignore[arg-type]
+    checked = 0
+    queries = ("unarray website", "plugins file tree generator", "color schemes mobile", "task number 371")
+    for query in queries:
+        for hit in vaults.search(query, limit=3):
+            assert retriever._check(hit.vault, hit.path, hit.passage) == (None, hit.path), hit.passage[:200]
+            checked += 1
+    assert checked >= 4
+    forged = "# Unarray\n\nUnarray wrote forty plugins and a theme."
+    assert retriever._check("v", "People/Unarray.md", forged)[0] == "text does not occur in the cited note"
+
+
 def test_a_blocked_script_is_recorded_and_regenerated_once(vault: Path) -> None:
     model = ScriptedModel(["data = open('/etc/passwd').read()\n__result__ = {'context': data}"])
     run = _run(vault, model)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.vault._masking import blank, delimited_spans, markup_spans, mask_code_and_comments
+from engine.vault._masking import blank, delimited_spans, markup_spans, mask_code_and_comments, unseen
 
 
 def test_blank_keeps_every_offset_and_newline() -> None:
@@ -29,3 +29,15 @@ def test_markup_spans_leave_alt_text_and_tag_content() -> None:
     text = '![Stars](https://img.example/s.svg "t") <kbd>Ctrl</kbd> a < b > c <https://x.y>'
     kept = "".join(ch for i, ch in enumerate(text) if not any(s <= i < e for s, e in markup_spans(text)))
     assert kept == "Stars Ctrl a < b > c <https://x.y>"
+
+
+def test_unseen_blanks_code_and_comments_then_html_comments_and_lists_what_a_reader_never_sees() -> None:
+    body = "a `#x` %% c %% b\n<!-- ## Hidden -->\n![alt](u.png) <b>bold</b>\n"
+    masked, visible, hidden = unseen(body, True)
+    assert len(masked) == len(visible) == len(body)
+    assert "#x" not in masked and "%%" not in masked and "## Hidden" in masked  # links and tags look here
+    assert "## Hidden" not in visible  # headings look here
+    cut = "".join(body[a:b] for a, b in sorted(hidden))
+    assert "%% c %%" in cut and "<!-- ## Hidden -->" in cut and "](u.png)" in cut and "<b>" in cut
+    assert "alt" not in cut and "bold" not in cut
+    assert not any("](u.png)" in body[a:b] for a, b in unseen(body, False)[2])  # markup only when asked

@@ -16,6 +16,7 @@ from engine.vault._parse import (
     INDEXED_BODY_CHARS,
     MAX_CHUNKS,
     _stem,
+    indexed_text,
     parse_for_index,
     parse_note,
     split_link_text,
@@ -1124,3 +1125,12 @@ def test_a_notes_title_is_its_file_name_stem_as_pathlib_gives_it(path: str) -> N
     assert _stem(path) == PurePosixPath(path).stem
     if path:
         assert parse_note(path, b"text").title == PurePosixPath(path).stem
+
+
+def test_indexed_text_is_the_body_as_its_passages_hold_it() -> None:
+    body = "# Title\n\n- GitHub: x ^github\n<!-- - Discord: `@` -->\n- Website: <https://w.x>\n%% b %%\n"
+    text = indexed_text(body)
+    assert "Discord" not in text and "%%" not in text
+    _, chunks = parse_for_index("n.md", body.encode())
+    squash = lambda t: " ".join(t.split())  # noqa: E731
+    assert squash(text) == squash(" ".join(c.text for c in chunks))

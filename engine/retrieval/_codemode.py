@@ -19,7 +19,7 @@ from typing import Any
 from ..codemode import Sandbox, SandboxError
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
-from ..vault import VaultSet, is_conflict_copy, properties_text
+from ..vault import VaultSet, indexed_text, is_conflict_copy, properties_text
 from ._direct import (
     LINKED_FROM,
     REFERENTS,
@@ -89,6 +89,7 @@ Audit = Callable[[str, dict[str, Any]], None]  # (node id, {"kind", "target", "a
 Record = Callable[[str, Any], None]
 MAX_ITEMS = 12
 MAX_ITEM_CHARS = 4000
+PROBE_CHARS = 80  # how much of an item's text must occur in its note, from its start
 
 
 class RecoveryPolicy:
@@ -361,10 +362,19 @@ class CodeModeRetriever:
         reason = self._uncitable(path)  # what a name led to
         if reason:
             return reason, path
-        probe = _squash(text)[:200]
-        # A search hit's passage leads with the note's properties, as Obsidian shows them above the body.
-        source = _squash(properties_text(note.frontmatter, note.body, web=True) + "\n" + note.body)
-        return (None if probe and probe[:80] in source else "text does not occur in the cited note"), path
+        # A search hit's passage leads with the note's properties, as Obsidian shows them above the body
+        # (the index leaves their web addresses out), and leaves out what a reader never sees (a comment
+        # between two list items); a script may also quote the note as written. A hit's passage joins
+        # passages of its note that need not be adjacent (the note's opening, then the section that
+        # matched), one per line: the text's first characters are looked for line by line.
+        sources = [
+            _squash(properties_text(note.frontmatter, note.body, web=web) + "\n" + body)
+            for body in (note.body, indexed_text(note.body))
+            for web in (True, False)
+        ]
+        probes = _leading_lines(text, PROBE_CHARS)
+        found = bool(probes) and all(any(probe in source for source in sources) for probe in probes)
+        return (None if found else "text does not occur in the cited note"), path
 
     def _uncitable(self, path: str) -> str | None:
         if not self.include_history and path.startswith(HISTORY_FOLDER + "/"):
@@ -374,6 +384,20 @@ class CodeModeRetriever:
         if is_conflict_copy(path):  # search leaves them out; a script may still read one by name
             return "a sync-conflict copy duplicates a real note and is never a source"
         return None
+
+
+def _leading_lines(text: str, chars: int) -> list[str]:
+    """The first ``chars`` characters of ``text`` (whitespace squashed), as the lines they are on."""
+    lines: list[str] = []
+    left = chars
+    for line in text.splitlines():
+        squashed = _squash(line)[:left]
+        if squashed:
+            lines.append(squashed)
+            left -= len(squashed)
+        if left <= 0:
+            break
+    return lines
 
 
 def _squash(text: str) -> str:

@@ -7,7 +7,7 @@ from ._graph import LinkGraph, Resolver
 from ._index import IndexStats, VaultIndex
 from ._layered import VaultSet
 from ._model import Diagnostic, Heading, Hit, Link, Note
-from ._parse import parse_note
+from ._parse import indexed_text, parse_note
 from ._properties import properties_text
 from ._scan import is_conflict_copy
 from ._vault import Vault, normalize_note_path
@@ -32,6 +32,7 @@ __all__ = [
     "WriteRefusedError",
     "backend_names",
     "get_backend",
+    "indexed_text",
     "is_conflict_copy",
     "is_local",
     "location",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["blank", "delimited_spans", "markup_spans", "mask_code_and_comments"]
+__all__ = ["blank", "delimited_spans", "markup_spans", "mask_code_and_comments", "unseen"]
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.M)
 _FENCE_MARK = re.compile(r"[`~]{3}")
@@ -40,6 +40,19 @@ def mask_code_and_comments(body: str) -> tuple[str, list[tuple[int, int]]]:
         comments = delimited_spans(text, "%%", "%%")
         text = blank(text, comments)
     return text, comments
+
+
+def unseen(body: str, markup: bool) -> tuple[str, str, list[tuple[int, int]]]:
+    """``body`` with code and ``%% comments %%`` blanked (where links and tags are found), that with HTML
+    comments blanked too (where headings are), and the spans of ``body`` a reader never sees: comments,
+    HTML comments and, with ``markup``, image addresses and HTML tags (``markup_spans``)."""
+    masked, hidden = mask_code_and_comments(body)
+    html_comments = delimited_spans(masked, "<!--", "-->") if "<!--" in masked else []
+    visible = blank(masked, html_comments) if html_comments else masked
+    hidden += html_comments
+    if markup:
+        hidden += markup_spans(visible)
+    return masked, visible, hidden
 
 
 def _next_fence(body: str, pos: int) -> re.Match[str] | None:

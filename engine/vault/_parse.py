@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ._frontmatter import split_frontmatter
-from ._masking import blank, delimited_spans, markup_spans, mask_code_and_comments
+from ._masking import unseen
 from ._model import Diagnostic, Heading, Link, Note
 from ._properties import properties_text
 
@@ -28,6 +28,7 @@ __all__ = [
     "MAX_CHUNKS",
     "RELATION_FIELDS",
     "Chunk",
+    "indexed_text",
     "parse_for_index",
     "parse_note",
     "split_link_text",
@@ -127,6 +128,13 @@ def parse_for_index(path: str, raw: bytes, *, mtime: float = 0.0) -> tuple[Note,
     return note, chunks
 
 
+def indexed_text(body: str) -> str:
+    """``body`` as the index holds it, and a search hit's passage shows it: what a reader never sees
+    (comments, image addresses, HTML tags) cut out."""
+    hidden = sorted(unseen(body, True)[2])
+    return _without(body, 0, len(body), hidden)
+
+
 def _without(body: str, start: int, end: int, hidden: list[tuple[int, int]]) -> str:
     """``body[start:end]`` with the hidden spans (comments) cut out."""
     if not hidden:
@@ -199,17 +207,11 @@ def _parse(path: str, raw: bytes, mtime: float, markup: bool = False) -> tuple[N
     elif not body.strip() and frontmatter:
         diagnostics.append(Diagnostic("frontmatter_only", "note has frontmatter but no body", "info"))
 
-    masked, comments = mask_code_and_comments(body)
+    masked, visible, comments = unseen(body, markup)
     line_of = _LineCounter(body, body_line)
     links = _body_links(masked, line_of)
     links.extend(_frontmatter_links(frontmatter))
     has_hash = "#" in masked
-    html_comments = delimited_spans(masked, "<!--", "-->") if "<!--" in masked else []
-    visible = blank(masked, html_comments) if html_comments and (has_hash or markup) else masked
-    if html_comments:
-        comments += html_comments
-    if markup:
-        comments += markup_spans(visible)
     headings = [
         Heading(len(m.group(1)), _strip_block(m.group(2)), line_of(m.start()), m.start())
         for m in (_HEADING.finditer(visible) if has_hash else ())
