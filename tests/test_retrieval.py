@@ -129,6 +129,18 @@ def test_a_section_keeps_its_subsections_and_stops_at_the_next_sibling() -> None
         vaults.close()
 
 
+def test_a_section_is_what_a_reader_sees() -> None:
+    """Comments, an image's address and HTML tags are no context (a plugin note opens with them)."""
+    body = (
+        "%% ----- Badges ----- %%\n![GitHub stars](https://img.shields.io/x.svg) <b>Days Since</b>\n\n"
+        "# Days Since\n\nDeveloped by: [[gndclouds]] <!-- - Discord: `@` -->\n"
+    )
+    text = section(parse_note("days-since.md", body.encode()), None, "")
+    assert "Badges" not in text and "img.shields.io" not in text and "<b>" not in text
+    assert "Discord" not in text
+    assert "GitHub stars" in text and "Days Since" in text and "Developed by: [[gndclouds]]" in text
+
+
 def test_a_long_section_is_cut_around_the_snippet() -> None:
     filler = "Filler sentence about nothing in particular. " * 80
     body = f"# Long\n\n## Part\n\n{filler}The needle sentence mentions zymurgy clearly. {filler}\n"

@@ -20,7 +20,7 @@ from ..strategies import get as get_strategy
 from ..strategies import names as strategy_names
 from ..strategies import split_clauses
 from ..text import parse_query, stem, stems_of
-from ..vault import Hit, Note, VaultSet, properties_text
+from ..vault import Hit, Note, VaultSet, indexed_text, properties_text
 from ._findings import Findings
 from .citations import make_citation
 
@@ -108,7 +108,9 @@ def citation_link(vault_id: str, path: str, heading: str | None, multi_vault: bo
 
 
 def section(note: Note, heading: str | None, snippet: str) -> str:
-    """The text under ``heading`` (up to the next heading of the same or a higher level)."""
+    """The text under ``heading`` (up to the next heading of the same or a higher level), as a reader sees
+    it: without comments, image addresses and HTML tags (a plugin note opens with a comment and a row of
+    badge images)."""
     body = note.body
     start, end = 0, len(body)
     if heading:
@@ -118,7 +120,7 @@ def section(note: Note, heading: str | None, snippet: str) -> str:
                 later = [x for x in note.headings[i + 1 :] if x.level <= h.level]
                 end = later[0].offset if later else len(body)
                 break
-    text = body[start:end].strip()
+    text = indexed_text(body[start:end]).strip()
     if not heading and note.frontmatter:  # the lead section: the properties Obsidian shows above it
         text = "\n".join(t for t in (properties_text(note.frontmatter, note.body, web=True), text) if t)
     if len(text) <= SECTION_CHARS:
