@@ -129,8 +129,8 @@ def test_a_name_is_checked_for_where_it_leads(vault: Path) -> None:
 
 def test_a_search_passage_quoted_as_is_is_never_taken_for_a_forgery(tmp_path: Path) -> None:
     """A hit's passage leaves out what a reader never sees (comments, an image's address) and its
-    properties' web addresses, and joins a note's opening to the section that matched: quoted as is, it
-    still occurs in its note. Text that is not in the note does not."""
+    properties' web addresses, and joins a note's opening to the section that matched; its snippet is a
+    window of it: quoted as is, either still occurs in its note. Text that is not in the note does not."""
     from _demo import write_vault
 
     from engine.retrieval import CodeModeRetriever
@@ -147,17 +147,19 @@ def test_a_search_passage_quoted_as_is_is_never_taken_for_a_forgery(tmp_path: Pa
             "status: Active\n---\n"
             "## To-do\n\n- [x] Color schemes ![badge](https://img.example/b.svg)\n- [x] Mobile support\n",
             "Tools.md": f"# Tools\n\nEvery tool.\n\n## List\n{long_list}\n",
+            "Long.md": "# Long\n\n" + "Filler words here. " * 60 + "The zymurgy needle sits here.\n",
         },
     )
     vaults = VaultSet([Vault(root)])
     retriever = CodeModeRetriever(vaults, None, None, None)  # type: ignore[arg-type]
     checked = 0
-    queries = ("unarray website", "plugins file tree generator", "color schemes mobile", "task number 371")
+    queries = ("unarray website", "plugins file tree", "color schemes", "task number 371", "zymurgy needle")
     for query in queries:
         for hit in vaults.search(query, limit=3):
-            assert retriever._check(hit.vault, hit.path, hit.passage) == (None, hit.path), hit.passage[:200]
-            checked += 1
-    assert checked >= 4
+            for text in (hit.passage, hit.snippet):  # a snippet: a window, marked "…" where it was cut
+                assert retriever._check(hit.vault, hit.path, text) == (None, hit.path), text[:200]
+                checked += 1
+    assert checked >= 8
     forged = "# Unarray\n\nUnarray wrote forty plugins and a theme."
     assert retriever._check("v", "People/Unarray.md", forged)[0] == "text does not occur in the cited note"
 

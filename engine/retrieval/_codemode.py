@@ -372,7 +372,8 @@ class CodeModeRetriever:
             for body in (note.body, indexed_text(note.body))
             for web in (True, False)
         ]
-        probes = _leading_lines(text, PROBE_CHARS)
+        # (a search hit's snippet is a window of its passage, marked "…" where it was cut)
+        probes = _leading_lines(text.strip().strip("…").strip(), PROBE_CHARS)
         found = bool(probes) and all(any(probe in source for source in sources) for probe in probes)
         return (None if found else "text does not occur in the cited note"), path
 
