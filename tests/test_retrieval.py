@@ -408,6 +408,32 @@ def test_a_note_linked_from_a_hit_joins_the_context_when_it_holds_what_is_missin
     assert "389" in linked[0].text and linked[0].citation == "[[Net/LDAP#LDAP]]"
 
 
+def test_another_section_of_a_note_in_the_context_joins_when_it_holds_what_is_missing(tmp_path: Path) -> None:
+    """The developer's note is in the context by its "Plugins" section; what the task lacks ("sociologist",
+    and the theme) is in its opening and its "Themes" section: that section joins, once."""
+    root = tmp_path / "v"
+    (root / "People").mkdir(parents=True)
+    (root / "Plugin.md").write_text("# Divide and Conquer\n\nDeveloped by: [[People/pseudometa]]\n")
+    (root / "People/pseudometa.md").write_text(
+        "# pseudometa\n\nIn my day job, I am a sociologist.\n\n## Author of\n\n### Plugins\n"
+        "- [[Plugin|Divide and Conquer]]\n\n### Themes\n- Shimmering Focus, a theme for sociologists\n"
+    )
+    task = "The Divide and Conquer plugin's developer is a sociologist. What theme did that developer make?"
+    vaults = VaultSet([root])
+    try:
+        retriever = DirectSearchRetriever(vaults, limit=2)
+        note = vaults.read_note("People/pseudometa.md")
+        text = section(note, "Plugins", "")
+        plugins = ContextItem("v", "People/pseudometa.md", "Plugins", text, "[[People/pseudometa#Plugins]]")
+        plugin = ContextItem("v", "Plugin.md", None, "Developed by: [[People/pseudometa]]", "[[Plugin]]")
+        seeds = [("v", "Plugin.md"), ("v", "People/pseudometa.md")]
+        linked = retriever.linked(task, seeds, [plugin, plugins])
+    finally:
+        vaults.close()
+    assert [(c.path, c.heading) for c in linked] == [("People/pseudometa.md", "Themes")]
+    assert "Shimmering Focus" in linked[0].text
+
+
 def test_no_linked_notes_when_the_context_already_covers_the_task(demo: VaultSet) -> None:
     result = _retrieve(demo, "first crack")
     assert "notes linked with the best hits" not in result.queries

@@ -364,6 +364,9 @@ class DirectSearchRetriever:
         query = " ".join(missing)
         multi = len(self.vaults) > 1
         seen = {(c.vault, c.path) for c in items}
+        # A note the context holds a section of may hold the missing words in another ("### Plugins" of a
+        # developer's note is there; what the task lacks is under its "### Themes").
+        held = {(c.vault, c.path, c.heading) for c in items}
         out: list[ContextItem] = []
         for seed_vault, seed_path in list(dict.fromkeys(seeds))[:most]:
             vault = self.vaults.get(seed_vault)
@@ -373,8 +376,11 @@ class DirectSearchRetriever:
             # "the host of the Well Made podcast": the note a property the task names ("host") links to
             keyed = _property_links(vault, seed_path, task)
             for path in dict.fromkeys([*keyed, *linked(seed_path, query, limit=LINKED_ITEMS + len(seen))]):
-                if (seed_vault, path) in seen or path.startswith(tuple(f + "/" for f in self.exclude)):
+                if path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
+                again = (seed_vault, path) in seen
+                if again and not any(h[:2] == (seed_vault, path) for h in held):
+                    continue  # added by this loop already
                 found = vault.search(query, limit=1, path=path, exclude=self.exclude, include_templates=False)
                 for word in missing if not found else ():  # the note holds one of them (``linked``)
                     found = vault.search(
@@ -386,6 +392,8 @@ class DirectSearchRetriever:
                     continue
                 best = found[0] if found else None  # none: a named property's note, by its opening
                 heading = best.heading if best else None
+                if again and (seed_vault, path, heading) in held:
+                    continue
                 text = best.passage if best else ""
                 if not text:
                     try:
