@@ -77,3 +77,15 @@ def test_a_command_right_under_its_heading_is_quoted_with_it() -> None:
     units = [u for u, *_ in quotable_units(text)]
     assert "Interpreter Installation: `sudo pacman -S clisp`" in units
     assert not any("line 0" in u for u in units)  # a longer block is no quote
+
+
+def test_what_can_be_done_is_quoted_with_the_sentence_that_says_how() -> None:
+    text = (
+        "You can also set the extension button to open Reader in one click. In the settings go to "
+        "**General** → **Behavior** → **Open behavior** and choose **Reader**.\n\n"
+        "By default, snapshots are kept for 7 days. You can change it under **Settings** → **Files**.\n"
+    )
+    units = passages(text)
+    assert units[0].startswith("You can also set") and units[0].endswith("choose **Reader**.")
+    # a statement followed by a sentence with its own "you can": two things, quoted apart
+    assert "By default, snapshots are kept for 7 days." in units

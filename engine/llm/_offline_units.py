@@ -279,14 +279,23 @@ def _join_short_lists(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
+# A sentence that says what can be done, and one after it that says how.
+_CAN = re.compile(r"\b(?:you can|can be)\b", re.I)
+_HOW_NEXT = re.compile(r"→|^(?:to do (?:so|this|that)|here'?s how)\b", re.I)
+
+
 def _with_answers(sentences: list[str]) -> list[str]:
     """A question the text asks itself is quoted with the sentence after it, its answer ("*Should* one
     use Obsidian for PHI? No, as of this document's date."): alone, the answer names nothing the query
-    asks for, and the question says nothing."""
+    asks for, and the question says nothing. So is a sentence that says what can be done with the one
+    after it that says how, by a path through the settings or "to do so" ("You can set the button to
+    open Reader in one click. In the settings go to General → Behavior → Open behavior"): alone, the
+    path names nothing the query asks for either."""
     out: list[str] = []
     for sentence in sentences:
         asked = out and CODE_SPAN.sub(" ", out[-1]).rstrip(' *_"”’)').endswith("?")
-        if asked and len(out[-1]) + len(sentence) < MAX_PASSAGE_CHARS:
+        how = out and _CAN.search(out[-1]) and "→" not in out[-1] and _HOW_NEXT.search(sentence)
+        if (asked or how) and len(out[-1]) + len(sentence) < MAX_PASSAGE_CHARS:
             out[-1] = f"{out[-1]} {sentence}"
         else:
             out.append(sentence)
