@@ -16,7 +16,16 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "ParsedQuery", "iso_dates", "parse_query", "section_heading", "stem", "stems_of"]
+__all__ = [
+    "STOP_WORDS",
+    "ParsedQuery",
+    "iso_dates",
+    "parse_query",
+    "points_back",
+    "section_heading",
+    "stem",
+    "stems_of",
+]
 
 STOP_WORDS = frozenset(
     """
@@ -211,3 +220,17 @@ def iso_dates(text: str) -> list[str]:
             with contextlib.suppress(ValueError):  # "June 31": no date
                 found.append(datetime.date(int(m.group("year")), month, day).isoformat())
     return list(dict.fromkeys(found))
+
+
+# Words that point back to something an earlier clause asked for ("that developer", "its", "they").
+_BACK_REFERENCE = re.compile(
+    r"\b(?:that|this|those|these|the same|such)\s+(?!is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b)"
+    r"[a-z]|\b(?:he|she|him|her|his|hers|they|them|their|its)\b",
+    re.I,
+)
+
+
+def points_back(clause: str) -> bool:
+    """Whether ``clause`` points back at what an earlier one asked for ("what website does *that
+    developer* list?"): the second step of a two-step question, which means nothing on its own."""
+    return _BACK_REFERENCE.search(clause) is not None

@@ -95,6 +95,26 @@ def test_a_question_the_vault_cannot_answer_is_partial_with_no_citation_as_an_an
     assert saved["uncovered"] == r.summary["uncovered"] and saved["status"] == "PARTIAL"
 
 
+def test_the_next_command_for_a_second_step_keeps_the_step_before_it(tmp_path: Path) -> None:
+    """ "What theme did that developer make?" means nothing alone: the command the report ends with keeps
+    the clause that says which developer."""
+    notes = {
+        "Plugins/Grinder.md": "# Grinder\n\nThe Grinder plugin is developed by Ada, a chemist.\n",
+        "Plugins/Kettle.md": "# Kettle\n\nThe Kettle plugin boils notes.\n",
+        "People/Ada.md": "# Ada\n\nAda writes plugins. She likes tea.\n",
+    }
+    goal = (
+        "Which plugin boils notes? The Grinder plugin's developer is a chemist. "
+        "What theme did that developer make?"
+    )
+    r = offline(goal, write_vault(tmp_path / "v", notes))
+    assert "What theme did that developer make?" in r.summary["uncovered"]
+    assert r.status is RunStatus.PARTIAL
+    command = r.summary["next_command"]
+    assert "developer is a chemist. What theme did that developer make?" in command, command
+    assert "Which plugin boils notes" not in command  # answered: left out
+
+
 def test_passages_that_do_not_answer_are_kept_as_the_closest_not_as_an_answer(tmp_path: Path) -> None:
     r = offline(
         "How do I descale the espresso machine of the Plus plan?", write_vault(tmp_path / "v", PLANTED)

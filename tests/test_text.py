@@ -9,7 +9,7 @@ import threading
 
 import snowballstemmer
 
-from engine.text import iso_dates, stem, stems_of
+from engine.text import iso_dates, points_back, stem, stems_of
 
 
 def test_stems_are_porter2_and_a_doers_noun_holds_its_verb() -> None:
@@ -55,3 +55,10 @@ def test_dates_in_words_read_as_iso_dates() -> None:
     assert iso_dates("the August 20, 2022 roundup") == ["2022-08-20"]
     assert iso_dates("on the 3rd of Sept. 2021, and on 12 december 2019") == ["2021-09-03", "2019-12-12"]
     assert iso_dates("June 31 2020, Mayday 12 2020, May 2022, 2022-08-20") == []  # no date, or already ISO
+
+
+def test_a_clause_that_points_back_at_an_earlier_one() -> None:
+    assert points_back("What theme did that developer make?")
+    assert points_back("Where does its data go?")
+    assert not points_back("That is the question: what theme did Ada make?")  # "that is": no noun
+    assert not points_back("What theme did Ada make?")

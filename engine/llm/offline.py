@@ -36,7 +36,7 @@ import time
 from typing import Any
 
 from ..strategies import split_clauses
-from ..text import section_heading
+from ..text import points_back, section_heading
 from ._base import LLMRequest, LLMResponse, ProviderError
 from ._offline_answer import MAX_PASSAGES, NOTHING_FOUND, answer
 from ._offline_script import retrieval_script
@@ -49,12 +49,6 @@ MODEL = "offline-extractive"
 JUDGE_THRESHOLD = 0.6
 LEAD_SENTENCES = 4
 _CITE = re.compile(r"\[\[[^\[\]\n]+?\]\]")
-# Words that point back to something an earlier clause asked for.
-_BACK_REFERENCE = re.compile(
-    r"\b(?:that|this|those|these|the same|such)\s+(?!is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b)"
-    r"[a-z]|\b(?:he|she|him|her|his|hers|they|them|their|its)\b",
-    re.I,
-)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
 
 
@@ -223,7 +217,7 @@ def _link_back_references(nodes: list[dict[str, Any]], by_stage: dict[str, list[
     for ids in by_stage.values():
         for earlier, later in itertools.pairwise(ids):
             node = by_id[later]
-            if _BACK_REFERENCE.search(node["task"]) and earlier not in node["depends_on"]:
+            if points_back(node["task"]) and earlier not in node["depends_on"]:
                 node["depends_on"].append(earlier)
 
 

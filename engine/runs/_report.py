@@ -4,6 +4,7 @@ the history (``dag.json``, metrics, the replay manifest), all written atomically
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shlex
 import time
 from typing import Any
@@ -12,7 +13,8 @@ import yaml
 
 from ..events import RunFinished
 from ..retrieval import citations as cite
-from ..text import section_heading
+from ..strategies import split_clauses
+from ..text import points_back, section_heading
 from . import _exhausted as exhausted
 from . import checkpoints as cp
 from ._context import RunContext
@@ -196,17 +198,27 @@ def render_report(
     return "\n".join(parts)
 
 
+_WORDS = re.compile(r"\w+")
+
+
 def _next_search(run: Run, checks: BodyChecks) -> str | None:
     """For asks the vault did not answer: a run on just those asks (the goal's other words left out), or,
-    when the goal was that one ask, a search to look through the vault by hand."""
+    when the goal was that one ask, a search to look through the vault by hand. An ask that points back
+    ("what theme did *that developer* make?") keeps the clause before it, which says what it means."""
     if not checks.uncovered:
         return None
     vaults = " ".join(f"--vault {shlex.quote(v)}" for v in run.config.vaults)
-    goal = " ".join(run.config.goal.split())
-    focused = [a.query for a in checks.uncovered if " ".join(a.query.split()) != goal]
+    clauses = [" ".join(c.split()) for c, _ in split_clauses(run.config.goal)]
+    queries = []
+    for ask in checks.uncovered:
+        query = " ".join(ask.query.split())
+        at = clauses.index(query) if query in clauses else -1
+        queries.append(f"{clauses[at - 1]} {query}" if at > 0 and points_back(query) else query)
+    goal = _WORDS.findall(run.config.goal.lower())
+    focused = [q for q in queries if _WORDS.findall(q.lower()) != goal]
     if focused:
         return f"shad run {shlex.quote('; '.join(focused))} {vaults}"
-    return f"shad vault search {shlex.quote(checks.uncovered[0].query)} {vaults}"
+    return f"shad vault search {shlex.quote(queries[0])} {vaults}"
 
 
 def _next(run: Run, checks: BodyChecks | None, stop_reason: str | None, tokens: int = 0) -> str:
