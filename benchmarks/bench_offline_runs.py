@@ -23,8 +23,8 @@ Question sets: ``../shared/eval/dev_questions.jsonl`` for zettelkasten-dy (the d
   ``success_without_answer`` lists the over-claims);
 - ``tokens_per_run`` (median) and ``runs_by_status``.
 
-Histories, indexes and the run cache go to temporary folders: the vaults are only read. With
-``--shad-home`` the index is kept there (built once); the run cache is still a fresh one unless
+Histories, indexes and the run cache go to a temporary folder, removed at the end: the vaults are only
+read. With ``--shad-home`` the index is kept there (built once); the run cache is still a fresh one unless
 ``--reuse-cache``: a cached answer would measure the code that wrote it, not the code under test.
 """
 
@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -167,14 +168,22 @@ def main() -> None:
     )
     args = parser.parse_args()
     group: bool | str = "held_out" if args.held_out else args.blind
-    os.environ["SHAD_HOME"] = args.shad_home or tempfile.mkdtemp(prefix="shad-offline-")
+    scratch = tempfile.mkdtemp(prefix="shad-offline-")  # removed at the end: histories, run cache
+    os.environ["SHAD_HOME"] = args.shad_home or str(Path(scratch) / "home")
     if not args.reuse_cache:  # the index of --shad-home is kept; its run cache is not consulted
-        os.environ["SHAD_STORE"] = str(Path(tempfile.mkdtemp(prefix="shad-offline-store-")) / "store.sqlite3")
-    history = tempfile.mkdtemp(prefix="shad-offline-history-")
+        os.environ["SHAD_STORE"] = str(Path(scratch) / "store" / "store.sqlite3")
+    history = str(Path(scratch) / "history")
+    try:
+        run_plan(args, group, history)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_plan(args: argparse.Namespace, group: bool | str, history: str) -> None:
 
     if args.questions:
         if not args.vault or len(args.vault) != 1:
-            parser.error("--questions needs exactly one --vault")
+            raise SystemExit("--questions needs exactly one --vault")
         plan = [(Path(args.vault[0]), load([Path(p) for p in args.questions]))]
     else:
         names = args.vault or [v for v in VAULTS if question_file(v, group).is_file()]
