@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ..codemode import Sandbox, SandboxError
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
-from ..vault import VaultSet, indexed_text, is_conflict_copy, properties_text
+from ..vault import Note, VaultSet, indexed_text, is_conflict_copy, properties_text
 from ._direct import (
     LINKED_FROM,
     REFERENTS,
@@ -367,14 +367,21 @@ class CodeModeRetriever:
         # between two list items); a script may also quote the note as written. A hit's passage joins
         # passages of its note that need not be adjacent (the note's opening, then the section that
         # matched), one per line: the text's first characters are looked for line by line.
-        sources = [
-            _squash(properties_text(note.frontmatter, note.body, web=web) + "\n" + body)
-            for body in (note.body, indexed_text(note.body))
-            for web in (True, False)
-        ]
+        made: list[str] = []  # the renderings made so far: the note as indexed only when needed
+        pending = _renderings(note)
+
+        def occurs(probe: str) -> bool:
+            if any(probe in source for source in made):
+                return True
+            for source in pending:
+                made.append(source)
+                if probe in source:
+                    return True
+            return False
+
         # (a search hit's snippet is a window of its passage, marked "…" where it was cut)
         probes = _leading_lines(text.strip().strip("…").strip(), PROBE_CHARS)
-        found = bool(probes) and all(any(probe in source for source in sources) for probe in probes)
+        found = bool(probes) and all(occurs(probe) for probe in probes)
         return (None if found else "text does not occur in the cited note"), path
 
     def _uncitable(self, path: str) -> str | None:
@@ -385,6 +392,18 @@ class CodeModeRetriever:
         if is_conflict_copy(path):  # search leaves them out; a script may still read one by name
             return "a sync-conflict copy duplicates a real note and is never a source"
         return None
+
+
+def _renderings(note: Note) -> Iterator[str]:
+    """The note's text, whitespace squashed, as a script may quote it: as written, then as indexed;
+    each led by its properties with and without their web addresses."""
+
+    def led(body: str) -> Iterator[str]:
+        for web in (True, False):
+            yield _squash(properties_text(note.frontmatter, note.body, web=web) + "\n" + body)
+
+    yield from led(note.body)
+    yield from led(indexed_text(note.body))  # (only reached when the note as written did not do)
 
 
 def _leading_lines(text: str, chars: int) -> list[str]:
