@@ -53,7 +53,7 @@ except ImportError:  # pragma: no cover - run from inside tests/
     )
 
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "SHAD_REPLAY")
-TINY = 8000  # lets the first subtask finish, not the others (each call reserves its prompt, counted high,
+TINY = 8500  # lets the first subtask finish, not the others (each call reserves its prompt, counted high,
 # plus its max_tokens, and the root keeps its synthesis reserve)
 SIMPLE = "How long should roasted beans rest before brewing?"
 MULTI = (
