@@ -171,7 +171,8 @@ def test_errors_are_json_with_proper_codes_and_never_echo_the_token(api: httpx.C
     assert_error(api.post("/v1/run", json={"goal": SIMPLE, "bogus": 1}), 422)
     assert_error(api.post("/v1/run", json={"goal": SIMPLE, "max_depth": 50}), 400)
     assert_error(api.post("/v1/run", json={"goal": SIMPLE, "history_dir": "/tmp"}), 422)
-    assert_error(api.get("/v1/run/19990101-000000-dead"), 404)
+    missing = assert_error(api.get("/v1/run/19990101-000000-dead"), 404)
+    assert missing["hint"] == "GET /v1/runs lists them"  # this face's route, not the CLI's command
     assert_error(api.delete("/v1/run/19990101-000000-dead"), 404)
     assert_error(api.get("/v1/run/.."), 404)
     assert_error(api.get("/v1/run/%2Ftmp"), 404)

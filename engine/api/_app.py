@@ -263,8 +263,8 @@ def _errors(app: FastAPI, settings: Settings) -> None:
 
     @app.exception_handler(ShadError)
     async def shad_error(request: Request, exc: ShadError) -> Response:
-        if isinstance(exc, RunNotFoundError):
-            return reply(404, "NotFound", exc.message, exc.hint)
+        if isinstance(exc, RunNotFoundError):  # its hint names the CLI's `shad runs`
+            return reply(404, "NotFound", exc.message, "GET /v1/runs lists them")
         status = 409 if isinstance(exc, AlreadyDecidedError) else 400
         return reply(status, type(exc).__name__, exc.message, exc.hint)
 
