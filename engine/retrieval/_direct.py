@@ -367,6 +367,7 @@ class DirectSearchRetriever:
         # A note the context holds a section of may hold the missing words in another ("### Plugins" of a
         # developer's note is there; what the task lacks is under its "### Themes").
         held = {(c.vault, c.path, c.heading) for c in items}
+        held_notes = {(c.vault, c.path) for c in items}
         out: list[ContextItem] = []
         for seed_vault, seed_path in list(dict.fromkeys(seeds))[:most]:
             vault = self.vaults.get(seed_vault)
@@ -378,8 +379,8 @@ class DirectSearchRetriever:
             for path in dict.fromkeys([*keyed, *linked(seed_path, query, limit=LINKED_ITEMS + len(seen))]):
                 if path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
-                again = (seed_vault, path) in seen
-                if again and not any(h[:2] == (seed_vault, path) for h in held):
+                again = (seed_vault, path) in held_notes
+                if (seed_vault, path) in seen and not again:
                     continue  # added by this loop already
                 found = vault.search(query, limit=1, path=path, exclude=self.exclude, include_templates=False)
                 for word in missing if not found else ():  # the note holds one of them (``linked``)

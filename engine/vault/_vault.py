@@ -23,7 +23,7 @@ from ._links import IndexResolver, export_graph, link_counts, unresolved
 from ._links import backlinks as _backlinks
 from ._links import neighbors as _neighbors
 from ._model import Diagnostic, Hit, Note
-from ._parse import parse_note
+from ._parse import parse_note, split_link_text
 from ._scan import is_conflict_copy, stream_vault
 from ._search import SearchFilters, search_index, searched_synonyms
 from ._templates import template_folders
@@ -419,7 +419,7 @@ def _link_target(text: str) -> str:
     inner = text.strip()
     if inner.startswith("![[") or inner.startswith("[["):
         inner = inner.lstrip("!")[2:].removesuffix("]]")
-    return inner.split("|", 1)[0].split("#", 1)[0].strip()
+    return split_link_text(inner)[0]
 
 
 def _not_history(path: str) -> bool:
