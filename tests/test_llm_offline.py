@@ -754,3 +754,35 @@ def test_a_strategy_stage_answers_its_goal_not_the_stage_wording() -> None:
     task = f"Frame the question and the criteria for answering: {goal}"
     cited = [c for _, c in _lines(_complete("answer", {"task": task, "goal": goal, "context": context}).text)]
     assert "[[Set#Frame]]" not in cited and "[[Sync/Security]]" in cited
+
+
+def test_a_question_that_names_its_subject_is_answered_from_the_notes_linked_with_it() -> None:
+    # The other plugin's note shares more of the question's words; it is not Artel250's.
+    context = [
+        {
+            "path": "People/Artel250.md",
+            "text": "# Artel250\n### Plugins\n- [[chat-with-bard|Chat with Bard]]",
+            "citation": "[[People/Artel250]]",
+        },
+        {
+            "path": "Plugins/ai-assistant.md",
+            "text": "Developed by: [[qgrail]]\n\nAn AI assistant plugin to chat with ChatGPT on mobile.",
+            "citation": "[[Plugins/ai-assistant]]",
+        },
+        {
+            "path": "Plugins/chat-with-bard.md",
+            "text": "Plugin ID: `chat-with-bard`\nDeveloped by: [[Artel250]]\n\nChat with the Google Bard "
+            "Assistant directly from Obsidian.",
+            "citation": "[[Plugins/chat-with-bard]]",
+        },
+    ]
+    task = "The GitHub user Artel250 has one plugin. Which AI assistant does it let you chat with on mobile?"
+    lines = _lines(_complete("answer", {"task": task, "context": context}).text)
+    subject = [line for line in lines if line[1] != "[[Plugins/ai-assistant]]"]
+    assert lines[: len(subject)] == subject  # the subject's lines first
+    assert (
+        "Chat with the Google Bard Assistant directly from Obsidian.",
+        "[[Plugins/chat-with-bard]]",
+    ) in lines
+    # a short name inside another line ("Plugin ID: chat-with-bard") is no repetition of it
+    assert ("Chat with Bard", "[[People/Artel250]]") in lines

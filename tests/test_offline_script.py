@@ -103,3 +103,27 @@ def test_no_opening_is_added_when_the_title_does_not_name_the_task(task: str) ->
     hits = [_hit(path, "Steps to create releases."), _hit("Concepts/Sherlocking.md", "Sherlocking refers to")]
     result, api = _run(task, hits, {})
     assert api.read == [] and [c["heading"] for c in result["context"]] == [None, None]
+
+
+def test_the_note_a_task_names_by_a_proper_name_opens_the_context() -> None:
+    # The person's note holds few of the task's words; the plugins that hold many are other people's.
+    task = "The GitHub user Artel250 has one plugin. Which AI assistant does it let you chat with?"
+    plugins = [
+        _hit(f"Plugins/ai-{i}.md", f"AI assistant plugin {i}: chat with an AI. GitHub: someone{i}")
+        for i in range(LIMIT)
+    ]
+    person = _hit("People/Artel250.md", "### Plugins\n- [[chat-with-bard]]", heading="Plugins")
+    github = _hit("Concepts/GitHub.md", "GitHub hosts every plugin's code.")
+    body = "# Artel250\n- GitHub: Artel250\n### Plugins\n- [[chat-with-bard]]"
+    result, api = _run(task, [*plugins, github, person], {"People/Artel250.md": body})
+    first = result["context"][0]
+    # Of the two notes the task names, the one fewer hits mention: GitHub is in every plugin's passage
+    assert (first["path"], first["heading"]) == ("People/Artel250.md", None)
+    assert first["text"] == body and api.read == ["People/Artel250.md"]
+    assert "Concepts/GitHub.md" not in [c["path"] for c in result["context"]]
+
+
+def test_a_capitalised_word_that_titles_no_hit_adds_nothing() -> None:
+    hits = [_hit(f"Plugins/ai-{i}.md", f"AI assistant plugin {i}.") for i in range(LIMIT)]
+    result, api = _run("Which AI assistant does Artel250 use?", hits, {})
+    assert api.read == [] and [c["path"] for c in result["context"]] == [h["path"] for h in hits]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._flat_tables import rebuild_flat_tables
+from ._offline_subject import subject_items
 from ._offline_text import (
     Passage,
     as_text,
@@ -25,6 +26,7 @@ __all__ = ["MAX_PASSAGES", "MIN_COVERAGE", "NOTHING_FOUND", "answer"]
 MAX_PASSAGES = 6
 MAX_GAP_PASSAGES = 2  # more passages, each for a question word the first ones lack
 MAX_PER_ITEM = 3
+MIN_REPEAT_WORDS = 4  # a shorter passage held whole by a longer one repeats it from this many words
 PROCEDURE_CHARS = 1000  # a procedure quoted whole (``_procedure``) is clipped at this length
 MIN_COVERAGE = 0.15  # a quoted passage (with its heading) holds at least this share of the task's terms
 NOTHING_FOUND = "The vault context holds nothing that answers this subtask"
@@ -40,7 +42,8 @@ def _context_items(inputs: dict[str, Any]) -> list[dict[str, str]]:
             continue  # a passage that cannot be cited is not quoted
         label = " ".join(str(c.get(k) or "") for k in ("heading", "path"))
         text = rebuild_flat_tables(c["text"])
-        items.append({"text": text, "citation": citation.strip(), "label": label})
+        path = str(c.get("path") or "")
+        items.append({"text": text, "citation": citation.strip(), "label": label, "path": path})
     return items
 
 
@@ -60,7 +63,12 @@ def answer(inputs: dict[str, Any]) -> str:
     cited = {c for c in inputs.get("referents") or () if isinstance(c, str)}
     referents = frozenset(k for k, i in enumerate(items) if i["citation"] in cited)
     pairs = [(i["label"], i["text"]) for i in items]
-    ranked = rank_passages(task or goal, pairs, extra=goal if task else "", referents=referents)
+    # A question that names its subject ("the GitHub user Artel250") is answered from the named note and
+    # the notes linked with it, before notes that only share its other words ("AI assistant").
+    subject = subject_items(f"{task} {goal}", [(i["path"], i["text"]) for i in items])
+    ranked = rank_passages(
+        task or goal, pairs, extra=goal if task else "", referents=referents, subject=subject
+    )
     chosen: list[str | int] = []  # a bullet, or the item whose table rows go here
     rows: dict[int, list[str]] = {}
     keys: list[str] = []
@@ -80,7 +88,7 @@ def answer(inputs: dict[str, Any]) -> str:
         steps = procedure(items[p.item]["text"], p.text) if "steps" in p.gives else []
         quoted = " ".join(steps) if steps else p.text
         key = norm_key(quoted)
-        if not key or any(key in k or k in key for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
+        if not key or any(_repeats(key, k) for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
             return False
         table = p.text.startswith("|") and table_header(items[p.item]["text"], p.text) is not None
         if p.text.startswith("|") and not table:
@@ -116,6 +124,16 @@ def answer(inputs: dict[str, Any]) -> str:
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
     return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
+
+
+def _repeats(key: str, other: str) -> bool:
+    """Whether a passage (its ``norm_key``) says again what one already quoted says: the same words, or
+    words one holds whole, unless those are a short name inside a longer line ("Chat with Bard", a
+    person's plugin, is not said again by "Plugin ID: chat-with-bard")."""
+    if key == other:
+        return True
+    shorter, longer = sorted((key, other), key=len)
+    return shorter.count(" ") + 1 >= MIN_REPEAT_WORDS and shorter in longer
 
 
 def _owner(item: dict[str, str], text: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..text import parse_query
+from ._offline_subject import proper_names
 from ._offline_text import DEFINED
 
 __all__ = ["retrieval_script"]
@@ -29,6 +30,7 @@ _TEMPLATE = """\
 QUERIES = {queries}
 WORDS = {words}
 SUBJECT = {subject}
+NAMES = {names}
 TASK = {task_lower}
 LIMIT = {limit}
 CANDIDATES = {candidates}
@@ -75,7 +77,9 @@ hits = [pool[key][0] for key in chosen]
 
 
 # A note whose title names the task ("what is X?" and a note X; a longer title whose every word the task
-# holds) is about it: its opening goes first, whichever of its sections the searches matched.
+# holds) is about it: its opening goes first, whichever of its sections the searches matched. Else a note
+# titled by a proper name the task spells ("Janis Ringli": janisringli.md); of several, the one the fewest
+# hits mention ("Artel250", not "GitHub").
 def title_of(path):
     return path.rsplit("/", 1)[-1][:-3].lower()
 
@@ -89,7 +93,15 @@ def names_task(path):
     return len(words) >= 2 and len(found) >= max(2, 0.8 * len(words))
 
 
-named = [key for key in pool if key[1].endswith(".md") and names_task(key[1])][:1]
+def spelled(key):
+    return "".join(re.findall(r"[^\\W_]+", title_of(key[1])))
+
+
+texts = [re.sub(r"[\\W_]+", "", (e[0].get("passage") or "").lower()) for e in pool.values()]
+named = [key for key in pool if key[1].endswith(".md") and names_task(key[1])][:1] or sorted(
+    (key for key in pool if key[1].endswith(".md") and spelled(key) in NAMES),
+    key=lambda key: sum(spelled(key) in text for text in texts),
+)[:1]
 if named and not any(k[1] == named[0][1] and (k[2] or "").lower() in ("", title_of(k[1])) for k in chosen):
     hits.insert(0, {{"vault": named[0][0], "path": named[0][1], "heading": None, "passage": ""}})
 
@@ -175,6 +187,7 @@ def retrieval_script(task: str, hints: Any = None) -> str:
         words=repr(words),
         task_lower=repr(task.lower()),
         subject=repr(defined.group(1).lower() if defined else ""),
+        names=repr(sorted(proper_names(task))),
         limit=LIMIT,
         candidates=CANDIDATES,
         rank_share=RANK_SHARE,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..text import parse_query, stem, stems_of
+from ._offline_subject import NO_SUBJECT, Subject
 from ._offline_units import BLOCK_ID as _BLOCK_ID
 from ._offline_units import CODE_SPAN as _CODE_SPAN
 from ._offline_units import MAX_PASSAGE_CHARS, display_text, passages, quotable_units, split_sentences
@@ -42,6 +43,7 @@ LABEL_SHARE = 0.6
 KIND_BONUS = 0.1
 RANK_BONUS = 0.05
 TOPIC_BONUS = 0.15
+SUBJECT_BONUS = 0.3
 _QUANTITY = re.compile(
     r"\b(?:how (?:many|much|long|often|far|big|large|high|fast|old)|what (?:percentage|number|port|size|"
     r"speed|temperature|ratio|value|year|version)|which (?:port|number|value|year|version)|number of)\b",
@@ -200,6 +202,7 @@ def rank_passages(
     extra: str = "",
     extra_weight: float = 0.5,
     referents: frozenset[int] = frozenset(),
+    subject: Subject = NO_SUBJECT,
 ) -> list[Passage]:
     """Passages of ``items`` ((label, text) pairs; the label is the item's heading and note path) that
     bear on ``query``, best first. ``extra`` (the overall goal) adds its terms at ``extra_weight``.
@@ -217,7 +220,12 @@ def rank_passages(
 
     ``referents``: the items that are what ``query`` points back at (the notes one link from what an
     earlier step found, for "that developer"): the pointed noun is theirs, as if in their label, and
-    counts for no other item (the note *Developer-Mike* is not "that developer")."""
+    counts for no other item (the note *Developer-Mike* is not "that developer").
+
+    ``subject``: the items linked with a note ``query`` names (``_offline_subject``): their passages
+    score ``SUBJECT_BONUS`` more, and so do the named note's lists of links (what connects it with them:
+    the plugins a person's note lists) and its passages that hold more of the query than the name (not
+    the person's web address)."""
     q_terms = terms(query)
     parts = _PARTS.search(query)
     if parts:  # "made up of" asks for the parts; a passage with "made" in it is not about them
@@ -253,6 +261,7 @@ def rank_passages(
     pointed = pointed_terms(query) if referents else frozenset()
     if pointed:
         labels = [label | pointed if i in referents else label - pointed for i, label in enumerate(labels)]
+    named = set(terms(" ".join(subject.titles)))
     ranked: list[Passage] = []
     for i, j, text, stems, local, links, heading, step, listed in units:
         if links and not any(t in local for t in q_terms):
@@ -278,6 +287,10 @@ def rank_passages(
         score += KIND_BONUS * len(gives)
         score += answer_weight(text)
         score += RANK_BONUS * (1 - i / len(items))
+        # The named note's own lines count when they say more than its name ("GitHub: Razumihin" says
+        # nothing of Razumihin's plugin; a list of his plugins does)
+        about_subject = i in subject.linked or (i in subject.named and (links or bool(set(own) - named)))
+        score += SUBJECT_BONUS if about_subject else 0.0
         ranked.append(Passage(text, i, j, round(score, 6), tuple(own + inherited), round(coverage, 6), gives))
     ranked.sort(key=lambda p: (-p.score, p.item, p.index))
     return ranked

@@ -1,0 +1,85 @@
+"""What a question is about when it names someone or something by a proper name: "The GitHub user
+Artel250 has one plugin. Which AI assistant does it let you chat with?" is about the note *Artel250* and
+the notes linked with it (the plugin it lists, whose note says "Developed by: [[Artel250]]"), not about
+every plugin whose note says "AI assistant". The offline script puts the named note in the context; the
+offline answer prefers the passages of the named note and of the notes linked with it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ..text import STOP_WORDS
+
+__all__ = ["NO_SUBJECT", "Subject", "proper_names", "spelled", "subject_items"]
+
+_TOKEN = re.compile(r"[^\W_]+", re.U)
+_WIKILINK = re.compile(r"\[\[([^\]|#^]+)")
+_MAX_WORDS = 3
+
+
+def spelled(name: str) -> str:
+    """A name's letters and digits, lower-cased: ``janisringli`` for "Janis Ringli" and "janisringli",
+    ``shappo`` for "Shap Po" and "shap-po"."""
+    return "".join(_TOKEN.findall(name.lower()))
+
+
+def proper_names(text: str) -> set[str]:
+    """The names ``text`` spells as proper nouns (``spelled``): each run of one to three words that start
+    with a capital or hold a digit, but not one stop word ("The GitHub user Artel250": ``github``,
+    ``artel250``, ``thegithub``).
+    A note titled so is what the text is about."""
+    tokens = _TOKEN.findall(text)
+    proper = [t[0].isupper() or any(c.isdigit() for c in t) for t in tokens]
+    names: set[str] = set()
+    for i in range(len(tokens)):
+        for n in range(1, _MAX_WORDS + 1):
+            if i + n > len(tokens) or not all(proper[i : i + n]):
+                break
+            name = "".join(tokens[i : i + n]).lower()
+            if len(name) > 2 and not name.isdigit() and (n > 1 or name not in STOP_WORDS):
+                names.add(name)
+    return names
+
+
+def _stem_of(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
+
+
+class Subject(NamedTuple):
+    """Of a list of context items, by index: those titled by a name the question spells (``named``) and
+    those linked with them (``linked``: the notes they link to and the notes that link to them); and the
+    named notes' titles (``titles``)."""
+
+    named: frozenset[int] = frozenset()
+    linked: frozenset[int] = frozenset()
+    titles: tuple[str, ...] = ()
+
+
+NO_SUBJECT = Subject()
+
+
+def subject_items(question: str, items: Sequence[tuple[str, str]]) -> Subject:
+    """What ``question`` names among ``items`` ((note path, text) pairs): ``Subject``. Nothing when it
+    names no note of the items, or when the named notes link with none of the others (then the name says
+    nothing about which of them answers)."""
+    names = proper_names(question)
+    if not names:
+        return NO_SUBJECT
+    named = {i for i, (path, _) in enumerate(items) if spelled(_stem_of(path)) in names}
+    if not named:
+        return NO_SUBJECT
+    named_notes = {spelled(_stem_of(items[i][0])) for i in named}
+    links = [{spelled(_stem_of(t)) for t in _WIKILINK.findall(text)} for _, text in items]
+    linked_from_named = set().union(*(links[i] for i in named))
+    related = {
+        i
+        for i, (path, _) in enumerate(items)
+        if i not in named and (links[i] & named_notes or spelled(_stem_of(path)) in linked_from_named)
+    }
+    if not related:
+        return NO_SUBJECT
+    titles = tuple(dict.fromkeys(_stem_of(items[i][0]) for i in sorted(named)))
+    return Subject(frozenset(named), frozenset(related), titles)

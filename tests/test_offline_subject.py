@@ -1,0 +1,55 @@
+"""What a question names by a proper name, and which context items are about it."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.llm._offline_subject import Subject, proper_names, spelled, subject_items
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("The GitHub user Artel250 has one plugin.", {"github", "artel250", "thegithub"}),
+        ("Janis Ringli has published one plugin", {"janis", "ringli", "janisringli"}),
+        ("Which theme did Jawuj design?", {"jawuj"}),  # "Which" alone is a stop word
+        ("how do i sync my notes in 2024?", set()),  # lower case, and a number alone is no name
+    ],
+)
+def test_proper_names_are_runs_of_capitalised_or_numbered_words(text: str, names: set[str]) -> None:
+    assert proper_names(text) == names
+
+
+def test_a_name_is_spelled_by_its_letters_and_digits() -> None:
+    assert spelled("Shap Po") == spelled("shap-po") == "shappo"
+
+
+PERSON = "# Janis Ringli\n- GitHub: janisringli\n### Plugins\n- [[verse-of-the-day|Verse of the Day]]"
+ITEMS = [
+    ("People/janisringli.md", PERSON),
+    ("Plugins/bible-reference.md", "Plugin ID: `bible-reference`\nQuotes the daily Bible verse."),
+    ("Plugins/verse-of-the-day.md", "Plugin ID: `verse-of-the-day`\nThe daily verse from YouVersion."),
+    ("Plugins/party.md", "Plugin ID: `party`\nDeveloped by: [[janisringli]]"),
+]
+
+
+def test_the_named_note_and_the_notes_linked_with_it_are_the_subject() -> None:
+    question = "Janis Ringli has published one Obsidian plugin. Which app does it take the daily verse from?"
+    # the note it links to (verse-of-the-day) and the note that links to it (party): not bible-reference
+    assert subject_items(question, ITEMS) == Subject(frozenset({0}), frozenset({2, 3}), ("janisringli",))
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which plugin takes the daily verse from an app?",  # names nobody
+        "What does Mark McElroy write about the daily verse?",  # names a note the context does not hold
+    ],
+)
+def test_no_subject_without_a_named_note_in_the_context(question: str) -> None:
+    assert subject_items(question, ITEMS) == Subject()
+
+
+def test_a_named_note_linked_with_no_other_item_says_nothing_of_which_answers() -> None:
+    items = [ITEMS[0], ITEMS[1]]
+    assert subject_items("Janis Ringli and the daily verse", items) == Subject()
