@@ -53,3 +53,24 @@ def test_no_subject_without_a_named_note_in_the_context(question: str) -> None:
 def test_a_named_note_linked_with_no_other_item_says_nothing_of_which_answers() -> None:
     items = [ITEMS[0], ITEMS[1]]
     assert subject_items("Janis Ringli and the daily verse", items) == Subject()
+
+
+def test_of_the_named_note_only_lines_that_say_more_than_its_name_rank_with_the_subject() -> None:
+    from engine.llm._offline_text import SUBJECT_BONUS, rank_passages
+
+    person = "# Razumihin\n- GitHub: Razumihin\n### Plugins\n- [[fullscreen-plugin|Fullscreen mode plugin]]"
+    plugin = "Developed by: [[razumihin]]\n\nThis plugin allows viewing a single document in focus mode."
+    items = [("People/razumihin.md", person), ("Plugins/fullscreen-plugin.md", plugin)]
+    question = "What does Razumihin's Fullscreen mode plugin let you do?"
+    subject = subject_items(question, items)
+    assert subject == Subject(frozenset({0}), frozenset({1}), ("razumihin",))
+    pairs = [(path, text) for path, text in items]
+    plain = {p.text: p.score for p in rank_passages(question, pairs)}
+    scored = {p.text: p.score for p in rank_passages(question, pairs, subject=subject)}
+    lift = {text: round(scored[text] - plain[text], 6) for text in plain}
+    assert lift == {
+        "GitHub: Razumihin": 0.0,  # says only the name
+        "Fullscreen mode plugin": SUBJECT_BONUS,  # the named note's list of links
+        "Developed by: razumihin": SUBJECT_BONUS,  # the linked note's lines
+        "This plugin allows viewing a single document in focus mode.": SUBJECT_BONUS,
+    }
