@@ -90,6 +90,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
     answered = asked = honest = absent = 0
     tokens: list[int] = []
     misses: list[str] = []
+    partly: list[str] = []  # multi-hop questions that cite some gold note but not all of them
     unanswered: list[str] = []
     overclaimed: list[str] = []  # SUCCESS without the answer
     started = time.perf_counter()
@@ -109,6 +110,8 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
         every[q["kind"]] += gold <= cited
         if not gold & cited:
             misses.append(q["id"])
+        elif q["kind"] == "multihop" and not gold <= cited:
+            partly.append(q["id"])
         if q.get("answer_contains"):
             asked += 1
             report_path = summary.get("report_path")
@@ -137,6 +140,7 @@ def measure(vault: Path, questions: list[dict[str, Any]], history: str) -> dict[
         "runs_by_status": dict(statuses),
         "status_vs_answer": dict(sorted(agreement.items())),
         "missed": misses,
+        "multihop_missing_a_gold": partly,
         "answer_not_in_report": unanswered,
         "success_without_answer": overclaimed,
         "seconds": round(time.perf_counter() - started, 1),
