@@ -13,6 +13,7 @@ from engine.llm._offline_subject import Subject, proper_names, spelled, subject_
         ("The GitHub user Artel250 has one plugin.", {"github", "artel250", "thegithub"}),
         ("Janis Ringli has published one plugin", {"janis", "ringli", "janisringli"}),
         ("Which theme did Jawuj design?", {"jawuj"}),  # "Which" alone is a stop word
+        ("the 1957 album Bass on Top", {"bass", "top", "bassontop"}),  # stop words inside a name
         ("how do i sync my notes in 2024?", set()),  # lower case, and a number alone is no name
     ],
 )
@@ -74,3 +75,26 @@ def test_of_the_named_note_only_lines_that_say_more_than_its_name_rank_with_the_
         "Developed by: razumihin": SUBJECT_BONUS,  # the linked note's lines
         "This plugin allows viewing a single document in focus mode.": SUBJECT_BONUS,
     }
+
+
+def test_a_note_the_named_one_names_in_a_property_is_linked_with_it() -> None:
+    # A property's link reaches the context as its target's name: "artist: Paul Chambers".
+    album = ("References/Bass on Top.md", "categories: Albums\nartist: Paul Chambers\nyear: 1957")
+    person = ("References/Paul Chambers.md", "categories: People\ntype: Musicians")
+    question = "What kind of artist is the person who recorded the 1957 album Bass on Top?"
+    subject = subject_items(question, [album, person])
+    assert subject == Subject(frozenset({0}), frozenset({1}), ("Bass on Top",))
+
+
+def test_a_linked_note_that_holds_no_word_of_the_question_is_about_the_named_one() -> None:
+    from engine.llm._offline_text import rank_passages
+
+    items = [
+        ("References/Bass on Top.md", "categories: Albums\nartist: Paul Chambers\nyear: 1957"),
+        ("References/Paul Chambers.md", "type: Musicians"),
+    ]
+    question = "What kind of artist is the person who recorded the 1957 album Bass on Top?"
+    plain = [p.text for p in rank_passages(question, items)]
+    assert "type: Musicians" not in plain  # no word of the question: not about it on its own
+    ranked = [p.text for p in rank_passages(question, items, subject=subject_items(question, items))]
+    assert "type: Musicians" in ranked

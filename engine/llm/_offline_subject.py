@@ -1,6 +1,7 @@
 """What a question is about when it names someone or something by a proper name: "The GitHub user
 Artel250 has one plugin. Which AI assistant does it let you chat with?" is about the note *Artel250* and
-the notes linked with it (the plugin it lists, whose note says "Developed by: [[Artel250]]"), not about
+the notes linked with it (the plugin it lists, whose note says "Developed by: [[Artel250]]"; a note a
+property names, "artist: Paul Chambers"), not about
 every plugin whose note says "AI assistant". The offline script puts the named note in the context; the
 offline answer prefers the passages of the named note and of the notes linked with it."""
 
@@ -17,6 +18,7 @@ __all__ = ["NO_SUBJECT", "Subject", "proper_names", "spelled", "subject_items"]
 _TOKEN = re.compile(r"[^\W_]+", re.U)
 _WIKILINK = re.compile(r"\[\[([^\]|#^]+)")
 _MAX_WORDS = 3
+MIN_MENTIONED = 6  # a note's name spelled inside another's text is a mention from this many letters
 
 
 def spelled(name: str) -> str:
@@ -27,20 +29,32 @@ def spelled(name: str) -> str:
 
 def proper_names(text: str) -> set[str]:
     """The names ``text`` spells as proper nouns (``spelled``): each run of one to three words that start
-    with a capital or hold a digit, but not one stop word ("The GitHub user Artel250": ``github``,
-    ``artel250``, ``thegithub``).
-    A note titled so is what the text is about."""
+    with a capital or hold a digit, with the stop words between them ("Bass on Top"), but not one stop
+    word alone ("The GitHub user Artel250": ``github``, ``artel250``, ``thegithub``). A note titled so is
+    what the text is about."""
     tokens = _TOKEN.findall(text)
     proper = [t[0].isupper() or any(c.isdigit() for c in t) for t in tokens]
     names: set[str] = set()
     for i in range(len(tokens)):
-        for n in range(1, _MAX_WORDS + 1):
-            if i + n > len(tokens) or not all(proper[i : i + n]):
+        if not proper[i]:
+            continue
+        words = 0
+        for j in range(i, len(tokens)):
+            if not proper[j]:
+                if tokens[j].lower() in STOP_WORDS:
+                    continue  # "Bass on Top": a stop word between two words of a name
                 break
-            name = "".join(tokens[i : i + n]).lower()
-            if len(name) > 2 and not name.isdigit() and (n > 1 or name not in STOP_WORDS):
+            words += 1
+            if words > _MAX_WORDS:
+                break
+            name = "".join(tokens[i : j + 1]).lower()
+            if len(name) > 2 and not name.isdigit() and (words > 1 or name not in STOP_WORDS):
                 names.add(name)
     return names
+
+
+def _mentioned(name: str, squashed: str) -> bool:
+    return len(name) >= MIN_MENTIONED and name in squashed
 
 
 def _stem_of(path: str) -> str:
@@ -74,10 +88,18 @@ def subject_items(question: str, items: Sequence[tuple[str, str]]) -> Subject:
     named_notes = {spelled(_stem_of(items[i][0])) for i in named}
     links = [{spelled(_stem_of(t)) for t in _WIKILINK.findall(text)} for _, text in items]
     linked_from_named = set().union(*(links[i] for i in named))
+    # A property's link reaches the context as its target's name ("artist: Paul Chambers"): a note whose
+    # name the named note's text spells out is linked with it too.
+    squashed = " ".join(spelled(items[i][1]) for i in named)
     related = {
         i
         for i, (path, _) in enumerate(items)
-        if i not in named and (links[i] & named_notes or spelled(_stem_of(path)) in linked_from_named)
+        if i not in named
+        and (
+            links[i] & named_notes
+            or spelled(_stem_of(path)) in linked_from_named
+            or _mentioned(spelled(_stem_of(path)), squashed)
+        )
     }
     if not related:
         return NO_SUBJECT

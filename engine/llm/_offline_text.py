@@ -225,7 +225,8 @@ def rank_passages(
     ``subject``: the items linked with a note ``query`` names (``_offline_subject``): their passages
     score ``SUBJECT_BONUS`` more, and so do the named note's lists of links (what connects it with them:
     the plugins a person's note lists) and its passages that hold more of the query than the name (not
-    the person's web address)."""
+    the person's web address). A linked note that holds no word of the query is about the named note, as
+    if its title were in its label."""
     q_terms = terms(query)
     parts = _PARTS.search(query)
     if parts:  # "made up of" asks for the parts; a passage with "made" in it is not about them
@@ -262,6 +263,10 @@ def rank_passages(
     if pointed:
         labels = [label | pointed if i in referents else label - pointed for i, label in enumerate(labels)]
     named = set(terms(" ".join(subject.titles)))
+    # Of the notes linked with the named one, those that hold no word of the query ("artist: Paul
+    # Chambers" of the album the query names; his note says "type: Musicians")
+    wanted_terms = set(q_terms)
+    orphans = {i for i in subject.linked if not any(wanted_terms & u[3] for u in units if u[0] == i)}
     ranked: list[Passage] = []
     for i, j, text, stems, local, links, heading, step, listed in units:
         if links and not any(t in local for t in q_terms):
@@ -270,6 +275,8 @@ def rank_passages(
         byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
         about = labels[i] | described[i] if text in props[i] else labels[i]
+        if i in orphans:  # reached only through the note the query names: about what that note is
+            about = about | named
         inherited = [t for t in weights if (t in about or t in local) and t not in stems]
         if pointed:
             own = [t for t in own if t not in pointed]
