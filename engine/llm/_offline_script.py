@@ -97,7 +97,7 @@ def spelled(key):
     return "".join(re.findall(r"[^\\W_]+", title_of(key[1])))
 
 
-texts = [re.sub(r"[\\W_]+", "", (e[0].get("passage") or "").lower()) for e in pool.values()]
+texts = [re.sub(r"[\\W_]+", "", (e[0].get("passage") or "").lower()) for e in pool.values()] if NAMES else []
 named = [key for key in pool if key[1].endswith(".md") and names_task(key[1])][:1] or sorted(
     (key for key in pool if key[1].endswith(".md") and spelled(key) in NAMES),
     key=lambda key: sum(spelled(key) in text for text in texts),

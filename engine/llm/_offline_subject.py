@@ -1,9 +1,9 @@
 """What a question is about when it names someone or something by a proper name: "The GitHub user
 Artel250 has one plugin. Which AI assistant does it let you chat with?" is about the note *Artel250* and
 the notes linked with it (the plugin it lists, whose note says "Developed by: [[Artel250]]"; a note a
-property names, "artist: Paul Chambers"), not about
-every plugin whose note says "AI assistant". The offline script puts the named note in the context; the
-offline answer prefers the passages of the named note and of the notes linked with it."""
+property names, "artist: Paul Chambers"), not about every plugin whose note says "AI assistant". The
+offline script puts the named note in the context; the offline answer prefers the passages of the named
+note and of the notes linked with it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..text import STOP_WORDS
+from ._offline_units import WIKILINK
 
 __all__ = ["NO_SUBJECT", "Subject", "proper_names", "spelled", "subject_items"]
 
 _TOKEN = re.compile(r"[^\W_]+", re.U)
-_WIKILINK = re.compile(r"\[\[([^\]|#^]+)")
 _MAX_WORDS = 3
+_LINK_END = re.compile(r"[|#^]")  # where a wikilink's target ends
 MIN_MENTIONED = 6  # a note's name spelled inside another's text is a mention from this many letters
 
 
@@ -57,6 +58,11 @@ def _mentioned(name: str, squashed: str) -> bool:
     return len(name) >= MIN_MENTIONED and name in squashed
 
 
+def _linked_names(text: str) -> set[str]:
+    """The names (``spelled``) of the notes ``text`` links to."""
+    return {spelled(_stem_of(_LINK_END.split(m.group(2))[0])) for m in WIKILINK.finditer(text)}
+
+
 def _stem_of(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".md") else name
@@ -82,24 +88,21 @@ def subject_items(question: str, items: Sequence[tuple[str, str]]) -> Subject:
     names = proper_names(question)
     if not names:
         return NO_SUBJECT
-    named = {i for i, (path, _) in enumerate(items) if spelled(_stem_of(path)) in names}
+    names_of = [spelled(_stem_of(path)) for path, _ in items]
+    named = {i for i, name in enumerate(names_of) if name in names}
     if not named:
         return NO_SUBJECT
-    named_notes = {spelled(_stem_of(items[i][0])) for i in named}
-    links = [{spelled(_stem_of(t)) for t in _WIKILINK.findall(text)} for _, text in items]
+    named_notes = {names_of[i] for i in named}
+    links = [_linked_names(text) for _, text in items]
     linked_from_named = set().union(*(links[i] for i in named))
     # A property's link reaches the context as its target's name ("artist: Paul Chambers"): a note whose
     # name the named note's text spells out is linked with it too.
     squashed = " ".join(spelled(items[i][1]) for i in named)
     related = {
         i
-        for i, (path, _) in enumerate(items)
+        for i, name in enumerate(names_of)
         if i not in named
-        and (
-            links[i] & named_notes
-            or spelled(_stem_of(path)) in linked_from_named
-            or _mentioned(spelled(_stem_of(path)), squashed)
-        )
+        and (links[i] & named_notes or name in linked_from_named or _mentioned(name, squashed))
     }
     if not related:
         return NO_SUBJECT

@@ -15,6 +15,7 @@ __all__ = [
     "CODE_SPAN",
     "MAX_PASSAGE_CHARS",
     "MIN_WORDS",
+    "WIKILINK",
     "WORD",
     "display_text",
     "passages",
@@ -33,7 +34,7 @@ _HTML_TAG = re.compile(
 )
 _MD_LINK = re.compile(r"(!?)\[([^\[\]\n]*)\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 _AUTOLINK = re.compile(r"<((?:https?|obsidian)://[^<>\s]+)>")
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")  # group 2: target, then #heading, ^block, |alias
 BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+\s*$")
 _LIST = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
 _QUOTE = re.compile(r"^\s*>\s?(?:\[![^\]]*\][-+]?\s*)?")
@@ -97,7 +98,7 @@ def _shown_links(text: str) -> str:
     text = _HTML_TAG.sub("", text)
     text = _MD_LINK.sub(_md_link_label, text)
     text = _AUTOLINK.sub(r"\1", text)
-    return _WIKILINK.sub(_link_label, text)
+    return WIKILINK.sub(_link_label, text)
 
 
 def _md_link_label(m: re.Match[str]) -> str:
