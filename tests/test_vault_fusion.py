@@ -253,7 +253,9 @@ def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: P
 
     def scoped(query: str, named: int, other: int) -> set[int]:
         inputs = FusionInput(passages=[named, other], docs=[other, named], keys=[named])
-        return scoped_names(v.index, inputs, query, rare=lambda word: word == "145")
+        found = scoped_names(v.index, inputs, query, rare=lambda word: word == "145")
+        assert found.specific == ({other} if found.broad else set())  # the note the name points at
+        return found.broad
 
     assert scoped("How did Turing answer the mathematical objection to the Turing test?", hub, child) == {hub}
     assert scoped("What is the Turing test?", hub, child) == set()
@@ -269,6 +271,40 @@ def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: P
         show
     }  # rare
     assert scoped("Has Kevin been a guest on the Well Made podcast?", show, episode) == set()  # one word
+
+
+def test_the_note_a_broad_name_points_at_comes_first(tmp_path: Path) -> None:
+    """ "The mathematical objection to the Turing test": the note "Turing Test" says where to look, the
+    note "Turing Test Mathematical Objection" is what is asked, and comes first even where the broad note
+    is the stronger passage and whole-note hit (here it holds every word of the question, the other a long
+    text of other words); a name inside the broad one ("Test") points no further."""
+    v = make_vault(
+        tmp_path,
+        {
+            "Philosophy/Turing Test.md": (
+                "The Turing test asks whether a machine can pass as a person. Turing answered each "
+                "objection in turn; the mathematical objection says a machine cannot prove what it cannot "
+                "prove, and Turing responded that people cannot either. The test, the Turing test.\n"
+            ),
+            "Philosophy/Turing Test Mathematical Objection.md": (
+                "Godel's theorem limits what a machine can prove. " + " ".join(f"w{i}" for i in range(300))
+            ),
+            "Test.md": "A test checks something.\n",
+        },
+    )
+    question = "How did Turing respond to the mathematical objection to the Turing test?"
+    assert top(v, question, 2) == [
+        "Philosophy/Turing Test Mathematical Objection.md",
+        "Philosophy/Turing Test.md",
+    ]
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    hub, child, word = (
+        ids[p]
+        for p in ("Philosophy/Turing Test.md", "Philosophy/Turing Test Mathematical Objection.md", "Test.md")
+    )
+    inputs = FusionInput(passages=[hub, child, word], docs=[hub, child, word], keys=[hub, word])
+    found = scoped_names(v.index, inputs, question)
+    assert found.broad == {hub, word} and found.specific == {child}  # "Test" points at "Turing Test"
 
 
 def test_fusion_keeps_exact_title_hits_first() -> None:

@@ -33,6 +33,7 @@ from ._index_db import name_key
 __all__ = [
     "FusionInput",
     "NamedInQuery",
+    "Scoped",
     "expansions",
     "fuse",
     "fuse_linked",
@@ -161,23 +162,33 @@ def _rare(found: dict[int, int], fid: int) -> bool:
     return sum(1 for n in found.values() if n == found[fid]) <= 3
 
 
+class Scoped(NamedTuple):
+    """What ``scoped_names`` found: the names that only say where to look (``broad``), and the more
+    specific notes they point at (``specific``): what the query names."""
+
+    broad: set[int]
+    specific: set[int]
+
+
 def scoped_names(
     index: VaultIndex, inp: FusionInput, query: str, rare: Callable[[str], bool] | None = None, near: int = 10
-) -> set[int]:
+) -> Scoped:
     """Of the notes ``query`` names by their title, those it names only to say where to look: a more
     specific note among the strongest hits (the first ``near`` of the passage or whole-note ranking) adds to
     the name words the query also uses, in its title ("the mathematical objection to the Turing test": the
     note "Turing Test Mathematical Objection") or in its title and folder ("the 2022-07-30 Obsidian
     Roundup": "Obsidian Roundup/2022-07-30 Obsidian Shirts ..."): two such words, or one that ``rare``
-    says is rare in the vault ("episode 145 of the Well Made podcast"). Such a name counts for no more."""
+    says is rare in the vault ("episode 145 of the Well Made podcast"). Such a name counts for no more;
+    the note it points at is the one the query names, as if by its title (unless it only points further
+    on itself: "Test" at "Turing Test" at "Turing Test Mathematical Objection")."""
     named = [fid for fid in inp.keys if fid not in inp.exact]
     if not named:
-        return set()
+        return Scoped(set(), set())
     strong = list(dict.fromkeys(inp.passages[:near] + inp.docs[:near]))
     rows = _names_of(index, list({*strong, *named}))
     words = _WORDS.findall(query.lower())
     spoken, asked = f" {' '.join(words)} ", set(words)
-    scoped: set[int] = set()
+    broad: dict[int, int] = {}  # named note -> the more specific one it points at
     for fid in named:
         key = rows.get(fid, ("", ""))[1]
         if not key or f" {key} " not in spoken:  # named by an alias: often the broader subject already
@@ -192,9 +203,9 @@ def scoped_names(
                 continue
             within = title != key and f" {key} " in f" {title} "
             if within or key in (name_key(folder) for folder in path.split("/")[:-1]):
-                scoped.add(fid)
+                broad[fid] = other
                 break
-    return scoped
+    return Scoped(set(broad), {other for other in broad.values() if other not in broad})
 
 
 def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -> list[str]:

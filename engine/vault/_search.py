@@ -196,8 +196,12 @@ def search_index(
     ok = allowed(index, {*by_passage, *docs, *keys}, filters, where, params)
     by_passage, docs, keys = ([f for f in ids if f in ok] for ids in (by_passage, docs, keys))
     inputs = FusionInput(by_passage, docs, keys, exact & ok, phrases & ok)
-    scoped = scoped_names(index, inputs, query, lambda w: rare_name(index, w))
-    inputs.keys, inputs.phrases = [f for f in inputs.keys if f not in scoped], inputs.phrases - scoped
+    # A name that only says where to look ("the mathematical objection to the Turing test") counts for
+    # no more; the note it points at counts as named by its title.
+    broad, specific = scoped_names(index, inputs, query, lambda w: rare_name(index, w))
+    specific = {f for f in specific if f in ok}
+    rest = [f for f in inputs.keys if f not in broad and f not in specific]
+    inputs.keys, inputs.phrases = [*sorted(specific), *rest], (inputs.phrases | specific) - broad
     scores = fuse_linked(index, inputs)
     for fid in in_folders(index, scores, filters.demote) - inputs.exact:
         scores[fid] *= DEMOTED
