@@ -20,6 +20,7 @@ from engine.vault._fusion import (
     EXACT_BONUS,
     MAX_LINKS,
     FusionInput,
+    asked_kind,
     fuse,
     fuse_linked,
     graph_neighbours,
@@ -229,6 +230,30 @@ def test_a_rare_title_of_several_words_in_the_question_counts_most(tmp_path: Pat
     assert max(by_title, key=lambda f: by_title[f]) == 1
     by_word = fuse(FusionInput(**ranked))
     assert max(by_word, key=lambda f: by_word[f]) == 2
+
+
+def test_a_title_the_question_asks_for_as_a_kind_names_nothing(tmp_path: Path) -> None:
+    """ "Which AI assistant does it let you chat with?" asks for an AI assistant: the note titled "AI
+    Assistant" is one candidate answer, not what the question is about; "What is an AI assistant?" is about
+    it."""
+    v = make_vault(
+        tmp_path,
+        {
+            "Plugins/AI Assistant.md": "Chat with GPT models.\n",
+            "Plugins/Chat with Bard.md": "Chat with Bard in a side pane. Mobile: no.\n",
+            "People/Artel250.md": "Plugins: [[Chat with Bard]]\n",
+        },
+    )
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    question = "The GitHub user Artel250 has one plugin. Which AI assistant does it let you chat with?"
+    named = key_matches(v.index, question, rare=lambda word: True)
+    assert ids["Plugins/AI Assistant.md"] in named.found and named.phrases == set()
+    named = key_matches(v.index, "What is an AI assistant for?", rare=lambda word: True)
+    assert named.phrases == {ids["Plugins/AI Assistant.md"]}
+    assert asked_kind("which ai assistant does it let you use", "ai assistant")
+    assert asked_kind("what theme is dark", "theme")
+    assert not asked_kind("which ai assistant plugins are there", "ai assistant")  # a name qualifying a kind
+    assert not asked_kind("what is an ai assistant", "ai assistant")
 
 
 def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "FusionInput",
     "NamedInQuery",
     "Scoped",
+    "asked_kind",
     "expansions",
     "fuse",
     "fuse_linked",
@@ -130,7 +131,19 @@ def key_matches(index: VaultIndex, query: str, rare: Callable[[str], bool] | Non
         if found[fid] > 1 or _rare(found, fid) or (rare is not None and rare(named[fid]))
     ]
     keep = keep[:30]
-    return NamedInQuery(keep, exact, _named_by_title(index, keep, found, named, rare))
+    by_title = _named_by_title(index, keep, found, named, rare)
+    return NamedInQuery(keep, exact, {fid for fid in by_title if not asked_kind(whole, named[fid])})
+
+
+# "Which AI assistant does it let you chat with?": a name right after "which" or "what" and before the
+# verb is the kind of thing asked for, what the answer is one of, not what the question is about.
+_KIND_VERBS = "does|do|did|is|are|was|were|can|could|should|would|will|has|have|had"
+
+
+def asked_kind(words: str, name: str) -> bool:
+    """Whether ``name`` is the kind of thing the question asks for (``words``: its words, lower-cased,
+    one space apart): "which NAME does ...", "what NAME is ..."."""
+    return re.search(rf"\b(?:which|what) {re.escape(name)} (?:{_KIND_VERBS})\b", words) is not None
 
 
 def _named_by_title(
