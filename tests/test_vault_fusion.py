@@ -20,6 +20,7 @@ from engine.vault._fusion import (
     EXACT_BONUS,
     MAX_LINKS,
     FusionInput,
+    agreed_name,
     asked_kind,
     fuse,
     fuse_linked,
@@ -254,6 +255,29 @@ def test_a_title_the_question_asks_for_as_a_kind_names_nothing(tmp_path: Path) -
     assert asked_kind("what theme is dark", "theme")
     assert not asked_kind("which ai assistant plugins are there", "ai assistant")  # a name qualifying a kind
     assert not asked_kind("what is an ai assistant", "ai assistant")
+
+
+def test_a_named_note_both_text_rankings_put_first_is_not_outweighed_by_a_title(tmp_path: Path) -> None:
+    """ "What does uncurry do to a Haskell function's arguments?": the note the alias "uncurry" names is
+    first by its passages and as a whole note; the note titled "Haskell Function", named in passing, stays
+    below it (a title phrase lifts a note the text rankings under-rate, it does not overrule them)."""
+    v = make_vault(
+        tmp_path,
+        {
+            "Programming/Haskell Currying.md": (
+                "---\naliases: [curry, uncurry]\n---\nCurrying turns a function of a pair of arguments "
+                "into a function of the first argument returning a function of the second; uncurry does the "
+                "reverse: it takes a curried function and returns a function of a pair of arguments.\n"
+            ),
+            "Programming/Haskell Function.md": "A Haskell function maps values to values.\n",
+            "Programming/Haskell.md": "A lazy language. " + FILLER,
+        },
+    )
+    question = "What does uncurry do to a Haskell function's arguments?"
+    assert top(v, question, 1) == ["Programming/Haskell Currying.md"]
+    assert agreed_name(FusionInput(passages=[1, 2], docs=[1, 3], keys=[2, 1])) == 1
+    assert agreed_name(FusionInput(passages=[1, 2], docs=[1, 3], keys=[2])) is None  # not named
+    assert agreed_name(FusionInput(passages=[1, 2], docs=[2, 1], keys=[1, 2])) is None  # not agreed
 
 
 def test_a_name_that_only_says_where_to_look_counts_for_nothing_more(tmp_path: Path) -> None:

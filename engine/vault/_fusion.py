@@ -34,6 +34,7 @@ __all__ = [
     "FusionInput",
     "NamedInQuery",
     "Scoped",
+    "agreed_name",
     "asked_kind",
     "expansions",
     "fuse",
@@ -181,6 +182,17 @@ class Scoped(NamedTuple):
 
     broad: set[int]
     specific: set[int]
+
+
+def agreed_name(inp: FusionInput) -> int | None:
+    """The note both text rankings (passages, whole notes) put first, when the query names it too (by a
+    title or an alias): what the question is about, whatever other note it names. A title phrase lifts a
+    note the text rankings under-rate ("What is an AI agent made of?"); against such agreement it would
+    override the question's subject with a name said in passing ("What does uncurry do to a Haskell
+    function's arguments?": "uncurry" names the first note, "Haskell function" another)."""
+    if inp.passages and inp.docs and inp.passages[0] == inp.docs[0] and inp.passages[0] in inp.keys:
+        return inp.passages[0]
+    return None
 
 
 def scoped_names(

@@ -31,7 +31,7 @@ from ._counts import (
 )
 from ._expand import rare_name, searched_synonyms, with_synonyms
 from ._filters import SearchFilters, allowed, in_folders
-from ._fusion import FusionInput, expansions, fuse_linked, key_matches, rank_docs, scoped_names
+from ._fusion import FusionInput, agreed_name, expansions, fuse_linked, key_matches, rank_docs, scoped_names
 from ._hits import (
     FIRST_PASSAGES,
     NAME_ONLY,
@@ -202,6 +202,9 @@ def search_index(
     specific = {f for f in specific if f in ok}
     rest = [f for f in inputs.keys if f not in broad and f not in specific]
     inputs.keys, inputs.phrases = [*sorted(specific), *rest], (inputs.phrases | specific) - broad
+    agreed = agreed_name(inputs)
+    if agreed is not None and agreed not in inputs.phrases:  # no other name outweighs it
+        inputs.phrases = set()
     scores = fuse_linked(index, inputs)
     for fid in in_folders(index, scores, filters.demote) - inputs.exact:
         scores[fid] *= DEMOTED
