@@ -20,6 +20,7 @@ __all__ = [
     "STOP_WORDS",
     "ParsedQuery",
     "iso_dates",
+    "iso_days_of_months",
     "parse_query",
     "points_back",
     "section_heading",
@@ -220,6 +221,32 @@ def iso_dates(text: str) -> list[str]:
             with contextlib.suppress(ValueError):  # "June 31": no date
                 found.append(datetime.date(int(m.group("year")), month, day).isoformat())
     return list(dict.fromkeys(found))
+
+
+# A month and year without a day ("January 2022", "mid-Jan 2022"); early, mid and late narrow it to a third.
+_MONTH_YEAR = re.compile(rf"\b(?:(?P<part>early|mid|late)[- ])?{_MONTH},?\s+(?:of\s+)?{_YEAR}\b(?!-)", re.I)
+_THIRDS = {"early": (1, 10), "mid": (11, 20), "late": (21, 31)}
+
+
+def iso_days_of_months(text: str) -> list[list[str]]:
+    """For each month ``text`` writes in words without a day ("January 2022", "mid-January 2022"), the ISO
+    dates it spans ("2022-01-01" ... "2022-01-31"; "mid-" the 11th to the 20th, "early-" to the 10th,
+    "late-" from the 21st): what dated notes of that month are named by. A full date ("August 20, 2022")
+    is ``iso_dates``'."""
+    spans: list[list[str]] = []
+    for m in _MONTH_YEAR.finditer(text):
+        before = text[max(0, m.start() - 8) : m.start()]
+        if re.search(r"\d\s*(?:st|nd|rd|th)?\s*(?:of\s*)?$", before, re.I):  # "20 August 2022": a day
+            continue
+        month, year = _MONTHS.get(m.group("month")[:3].lower(), 0), int(m.group("year"))
+        first, last = _THIRDS.get((m.group("part") or "").lower(), (1, 31))
+        days: list[str] = []
+        for day in range(first, last + 1):
+            with contextlib.suppress(ValueError):  # past the month's end
+                days.append(datetime.date(year, month, day).isoformat())
+        if days and days not in spans:
+            spans.append(days)
+    return spans
 
 
 # Words that point back to something an earlier clause asked for ("that developer", "its", "they").

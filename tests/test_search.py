@@ -853,6 +853,25 @@ def test_a_date_in_words_finds_the_note_its_iso_date_names(tmp_path: Path) -> No
     assert paths(v.search("What did I fix on the 7th of January 2026?"))[0] == "Daily/2026-01-07.md"
 
 
+def test_a_month_in_words_finds_the_dated_note_of_that_part_of_the_month(tmp_path: Path) -> None:
+    """ "The mid-January 2022 roundup" of a weekly series is the one of the 15th; the whole month names
+    five notes, too many to name one (the text decides, as for any question)."""
+    weekly = {
+        f"Roundup/2022-01-{day:02d} Issue.md": "How much was offered for an RSS feed for Publish? A bounty.\n"
+        for day in (1, 8, 22, 29)
+    }
+    notes = {
+        **weekly,
+        "Roundup/2022-01-15 Dataview Optimizations.md": "Paras offered $500 for a feed.\n",
+        "Roundup/2021-04-17 RSS Tips.md": "RSS feed for Publish, an RSS bounty, RSS feeds for Publish.\n",
+    }
+    v = Vault(write_vault(tmp_path / "v", notes))
+    asked = "In the mid-January 2022 roundup, how much was offered for an RSS feed for Publish?"
+    assert paths(v.search(asked))[0] == "Roundup/2022-01-15 Dataview Optimizations.md"
+    whole = paths(v.search("In the January 2022 roundup, how much was offered for an RSS feed for Publish?"))
+    assert whole[0] != "Roundup/2022-01-15 Dataview Optimizations.md"
+
+
 def test_a_section_most_notes_share_is_not_what_a_hit_shows(tmp_path: Path) -> None:
     """Every note ends with a template's footer ("This note in GitHub"): a hit shows its own passage."""
     footer = "\n## This note in GitHub\n[Edit this note in GitHub](https://github.dev/{n}) | Copy this note\n"

@@ -9,7 +9,7 @@ import threading
 
 import snowballstemmer
 
-from engine.text import iso_dates, points_back, stem, stems_of
+from engine.text import iso_dates, iso_days_of_months, points_back, stem, stems_of
 
 
 def test_stems_are_porter2_and_a_doers_noun_holds_its_verb() -> None:
@@ -55,6 +55,19 @@ def test_dates_in_words_read_as_iso_dates() -> None:
     assert iso_dates("the August 20, 2022 roundup") == ["2022-08-20"]
     assert iso_dates("on the 3rd of Sept. 2021, and on 12 december 2019") == ["2021-09-03", "2019-12-12"]
     assert iso_dates("June 31 2020, Mayday 12 2020, May 2022, 2022-08-20") == []  # no date, or already ISO
+
+
+def test_months_in_words_read_as_the_iso_dates_they_span() -> None:
+    def span(text: str) -> list[tuple[str, str]]:
+        return [(days[0], days[-1]) for days in iso_days_of_months(text)]
+
+    assert span("the mid-January 2022 roundup") == [("2022-01-11", "2022-01-20")]
+    assert span("notes of March 2025, early June of 2021") == [
+        ("2025-03-01", "2025-03-31"),
+        ("2021-06-01", "2021-06-10"),
+    ]
+    assert span("late Feb 2024") == [("2024-02-21", "2024-02-29")]  # a leap year's February
+    assert span("August 20, 2022; 20 August 2022; 2022-08") == []  # full dates are iso_dates'; ISO as is
 
 
 def test_a_clause_that_points_back_at_an_earlier_one() -> None:

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ..text import ParsedQuery, iso_dates, parse_query
+from ..text import ParsedQuery, iso_dates, iso_days_of_months, parse_query
 from ._counts import (
     AFFORDABLE_LAST,
     SELECTIVE,
@@ -159,7 +159,7 @@ def search_index(
     dates = iso_dates(query)
     named = " ".join([_EXCLUDED_TOKEN.sub(" ", query), *dates])
     keys, exact, phrases = key_matches(index, named, lambda w: rare_name(index, w))
-    dated = _dated_notes(index, dates)
+    dated = _dated_notes(index, [[d] for d in dates] + iso_days_of_months(query))
     keys, phrases = [*dated, *(k for k in keys if k not in dated)], phrases | set(dated)
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
@@ -399,12 +399,14 @@ def _fetch_passages(
             existing.score += SECOND_PASSAGE_WEIGHT * score
 
 
-def _dated_notes(index: VaultIndex, dates: list[str]) -> list[int]:
-    """The notes whose title holds one of ``dates`` ("2022-08-20 Mobile Git Backups"), when at most
-    ``DATED_NOTES`` share it: such a title names the note as a rare title does."""
+def _dated_notes(index: VaultIndex, spans: list[list[str]]) -> list[int]:
+    """The notes whose title holds a date of one of ``spans`` (each: the ISO dates of one date or month the
+    query writes in words; "2022-08-20 Mobile Git Backups"), when at most ``DATED_NOTES`` do for that span:
+    such a title names the note as a rare title does ("the mid-January 2022 roundup": of a weekly series,
+    the one of the 15th)."""
     found: list[int] = []
-    for date in dates:
-        match = f"title : {phrase(date)}"
+    for days in spans:
+        match = "title : (" + " OR ".join(phrase(day) for day in days) + ")"
         rows = index.query("SELECT rowid FROM names WHERE names MATCH ? LIMIT ?", (match, DATED_NOTES + 1))
         if len(rows) <= DATED_NOTES:
             found += [fid for (fid,) in rows if fid not in found]
