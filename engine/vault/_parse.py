@@ -376,9 +376,10 @@ def _frontmatter_links(frontmatter: dict[str, Any]) -> list[Link]:
             for v in value:
                 walk(key, v)
         elif isinstance(value, str):
-            matches = list(_WIKILINK.finditer(value))
+            # (found by its brackets, and only in a value that has them: most values are plain words)
+            matches = list(_WIKILINK_BRACKETS.finditer(value)) if "[[" in value else []
             for m in matches:
-                target, heading, block, alias = split_link_text(m.group(2))
+                target, heading, block, alias = split_link_text(m.group(1))
                 links.append(Link(target, heading, block, alias, kind="frontmatter", field=key))
             if not matches and key in RELATION_FIELDS and value.strip() and not _SCHEME.match(value.strip()):
                 links.append(Link(value.strip(), kind="frontmatter", field=key))
