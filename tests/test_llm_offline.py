@@ -703,6 +703,20 @@ def test_a_why_question_gets_a_passage_that_gives_the_cause() -> None:
     assert cause not in lines
 
 
+def test_a_where_question_ranks_the_passage_that_says_where_first() -> None:
+    """ "Where does a column's total show up?" asks for a place: of two lines that hold as many of the
+    question's words, the one that says where ("displayed at the top of the group") goes first."""
+    text = (
+        "A summary computes the total of a column.\n\n"
+        "When rows are grouped, each group's summary is displayed at the top of the group.\n"
+    )
+    query = "When rows are grouped, where does a column's total show up?"
+    ranked = rank_passages(query, [("Bases/Table view.md", text)])
+    assert ranked[0].text.startswith("When rows are grouped") and ranked[0].gives == ("place",)
+    assert wanted_answers("Where do we go to report a bug?") == {"place"}
+    assert "place" not in wanted_answers("When choosing where to host a service, how is uptime measured?")
+
+
 def test_a_property_line_is_about_what_the_other_properties_say_the_note_is() -> None:
     """ "coordinates: ..." of a note whose type is "Parks, Shrines" is a shrine park's coordinates: the
     note's properties describe it as its name does, so the line is quoted for "the shrine park's

@@ -69,6 +69,19 @@ _ASKED_KIND = re.compile(
     r"type|sort|one|ones|of)\b)([a-z][a-z-]{2,})\b",
     re.I,
 )
+# "Where does the total show up?", "Where do we go to report a bug?": a place is asked for (not "choosing
+# where to host", whose "where" is no question).
+_WHERE = re.compile(
+    r"\bwhere\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|has|have)\b", re.I
+)
+# A passage that says where something is: a position, a container, or an address to go to.
+_PLACE = re.compile(
+    r"\b(?:at the (?:top|bottom|end|start|beginning|side|left|right)|on the (?:left|right|top|bottom)|"
+    r"in(?:side)? (?:the|your|a|its|this) (?:[\w.-]+ ){0,2}(?:folder|directory|sidebar|menu|pane|panel|"
+    r"toolbar|settings|corner|bar|tab|window|view|vault|file|section|forum)|inside|under(?:neath)? the|"
+    r"located|stored|placed|appears?|displayed|shown|next to|above|below)\b|https?://",
+    re.I,
+)
 _REASON = re.compile(
     r"\b(?:because|causes?|caused by|due to|so that|in order to|leads? to|results? in|which means|"
     r"that's why|the reason|prevents?)\b",
@@ -162,11 +175,13 @@ class Passage:
 
 def wanted_answers(query: str) -> set[str]:
     """The kinds of answer ``query`` asks for, beyond its words: a quantity ("number"), a cause
-    ("reason"), who made something ("maker"), what something is ("definition"), how to do something
-    (the "steps": the items of a numbered list; an imperative sentence alone is no procedure), what
-    something is made of (the "parts": a short list and the line introducing it)."""
+    ("reason"), a place ("where does ...?": a position, a folder, an address), who made something
+    ("maker"), what something is ("definition"), how to do something (the "steps": the items of a
+    numbered list; an imperative sentence alone is no procedure), what something is made of (the
+    "parts": a short list and the line introducing it)."""
     kinds = {"number"} if _QUANTITY.search(query) else set()
     kinds |= {"reason"} if _WHY.search(query) else set()
+    kinds |= {"place"} if _WHERE.search(query) else set()
     kinds |= {"maker"} if _WHO_MADE.search(query) else set()
     kinds |= {"listed"} if _ASKED_KIND.search(query) else set()
     kinds |= {"steps"} if _HOW_TO.search(query) else set()
@@ -189,6 +204,7 @@ def _gives(
         "listed": lambda: asked & _stems(heading),  # "What theme ...?" under "### Themes"
         "number": lambda: _DIGIT.search(text),
         "reason": lambda: _REASON.search(text) or _WHY.search(heading),  # "## Why beans degas"
+        "place": lambda: _PLACE.search(text),  # "... is displayed at the top of the group"
         "maker": lambda: _BYLINE.search(text),
         "definition": lambda: defines and defines.search(" ".join(_WORD.findall(text.lower()))),
     }
