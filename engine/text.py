@@ -23,6 +23,7 @@ __all__ = [
     "iso_days_of_months",
     "parse_query",
     "points_back",
+    "points_back_by_pronoun",
     "section_heading",
     "stem",
     "stems_of",
@@ -249,15 +250,24 @@ def iso_days_of_months(text: str) -> list[list[str]]:
     return spans
 
 
-# Words that point back to something an earlier clause asked for ("that developer", "its", "they").
-_BACK_REFERENCE = re.compile(
+# Words that point back to something an earlier clause asked for: a noun ("that developer") or a pronoun
+# ("its", "they"; "it" too: "..., and who developed it?").
+_POINTED_NOUN = re.compile(
     r"\b(?:that|this|those|these|the same|such)\s+(?!is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b)"
-    r"[a-z]|\b(?:he|she|him|her|his|hers|they|them|their|its)\b",
+    r"[a-z]",
     re.I,
 )
+_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|its|it)\b", re.I)
+_BACK_REFERENCE = re.compile(f"{_POINTED_NOUN.pattern}|{_PRONOUN.pattern}", re.I)
 
 
 def points_back(clause: str) -> bool:
     """Whether ``clause`` points back at what an earlier one asked for ("what website does *that
     developer* list?"): the second step of a two-step question, which means nothing on its own."""
     return _BACK_REFERENCE.search(clause) is not None
+
+
+def points_back_by_pronoun(clause: str) -> bool:
+    """Whether ``clause`` points back with a pronoun only ("who developed *it*?"): at the thing an earlier
+    clause found, whose own note may answer, rather than at another one it leads to ("*that developer*")."""
+    return _PRONOUN.search(clause) is not None and _POINTED_NOUN.search(clause) is None

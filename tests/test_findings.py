@@ -190,6 +190,17 @@ def test_a_linked_note_holding_one_word_of_the_question_is_quoted_by_it(develope
     assert "https://github.com/pejakovic" in found[0].text
 
 
+def test_a_second_step_that_says_it_looks_at_the_first_steps_own_note_first(developer: VaultSet) -> None:
+    """ "..., and who developed it?": the plugin the first step found names its developer on its own note;
+    other notes holding "developed" (the developers' notes, one link away or not) come after it."""
+    first = Findings((("n1", "KaTeX [[Plugins/katex]]"),), (("hub", "Plugins/katex.md"),))
+    found = DirectSearchRetriever(developer, limit=4).linked(
+        "who developed it?", list(first.notes), [], hop=True
+    )
+    assert [c.path for c in found][:1] == ["Plugins/katex.md"]
+    assert "Developed by: [[pejakovic]]" in found[0].text
+
+
 def test_a_two_step_report_answers_each_clause_in_its_own_section(
     developer: VaultSet, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,7 +9,7 @@ import threading
 
 import snowballstemmer
 
-from engine.text import iso_dates, iso_days_of_months, points_back, stem, stems_of
+from engine.text import iso_dates, iso_days_of_months, points_back, points_back_by_pronoun, stem, stems_of
 
 
 def test_stems_are_porter2_and_a_doers_noun_holds_its_verb() -> None:
@@ -75,3 +75,6 @@ def test_a_clause_that_points_back_at_an_earlier_one() -> None:
     assert points_back("Where does its data go?")
     assert not points_back("That is the question: what theme did Ada make?")  # "that is": no noun
     assert not points_back("What theme did Ada make?")
+    assert points_back("who developed it?") and points_back_by_pronoun("who developed it?")
+    assert not points_back_by_pronoun("What website does that developer list?")  # another note
+    assert not points_back_by_pronoun("What theme did Ada make?")

@@ -71,9 +71,7 @@ _ASKED_KIND = re.compile(
 )
 # "Where does the total show up?", "Where do we go to report a bug?": a place is asked for (not "choosing
 # where to host", whose "where" is no question).
-_WHERE = re.compile(
-    r"\bwhere\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|has|have)\b", re.I
-)
+_WHERE = re.compile(r"\bwhere\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|has|have)\b", re.I)
 # A passage that says where something is: a position, a container, or an address to go to.
 _PLACE = re.compile(
     r"\b(?:at the (?:top|bottom|end|start|beginning|side|left|right)|on the (?:left|right|top|bottom)|"

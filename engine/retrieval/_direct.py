@@ -19,7 +19,7 @@ from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..strategies import get as get_strategy
 from ..strategies import names as strategy_names
 from ..strategies import split_clauses
-from ..text import parse_query, stem, stems_of
+from ..text import parse_query, points_back_by_pronoun, stem, stems_of
 from ..vault import Hit, Note, VaultSet, indexed_text, properties_text
 from ._findings import Findings
 from .citations import make_citation
@@ -355,7 +355,8 @@ class DirectSearchRetriever:
         has words the context (``items``) lacks, the notes linked from or to the first ``most`` ``seeds``
         ((vault, path) of the best hits) that match the task best, each with its section that matches it
         best. ``hop``: the seeds begin with the notes a dependency read, so the task is a second step
-        even when other notes hold all its words ("in that protocol, which line carries the data?")."""
+        even when other notes hold all its words ("in that protocol, which line carries the data?"); when
+        it points back with a pronoun ("who developed it?"), the seeds' own notes come first."""
         missing = _missing_words(task, items) or (parse_query(task).words() if hop else [])
         if not missing:
             return []
@@ -369,14 +370,20 @@ class DirectSearchRetriever:
         held = {(c.vault, c.path, c.heading) for c in items}
         held_notes = {(c.vault, c.path) for c in items}
         out: list[ContextItem] = []
-        for seed_vault, seed_path in list(dict.fromkeys(seeds))[:most]:
+        firsts = list(dict.fromkeys(seeds))[:most]
+        # A second step that points back with a pronoun asks about what the first found ("... and who
+        # developed it?": the plugin's own note names its developer): the seeds' own notes are looked at
+        # before the notes they link to. "That developer" is another note, one link away.
+        own_notes = [(v, p, True) for v, p in firsts] if hop and points_back_by_pronoun(task) else []
+        for seed_vault, seed_path, own in [*own_notes, *((v, p, False) for v, p in firsts)]:
             vault = self.vaults.get(seed_vault)
             linked = getattr(vault, "linked", None)  # a remote vault has no index to follow links in
             if linked is None:
                 continue
             # "the host of the Well Made podcast": the note a property the task names ("host") links to
-            keyed = _property_links(vault, seed_path, task)
-            for path in dict.fromkeys([*keyed, *linked(seed_path, query, limit=LINKED_ITEMS + len(seen))]):
+            keyed = [] if own else _property_links(vault, seed_path, task)
+            paths = [seed_path] if own else [*keyed, *linked(seed_path, query, LINKED_ITEMS + len(seen))]
+            for path in dict.fromkeys(paths):
                 if path.startswith(tuple(f + "/" for f in self.exclude)):
                     continue
                 again = (seed_vault, path) in held_notes
