@@ -872,19 +872,6 @@ def test_a_month_in_words_finds_the_dated_note_of_that_part_of_the_month(tmp_pat
     assert whole[0] != "Roundup/2022-01-15 Dataview Optimizations.md"
 
 
-def test_a_dated_note_comes_before_the_series_the_question_names_it_by(tmp_path: Path) -> None:
-    """ "The mid-January 2022 Obsidian Roundup" names the series (its index note, "Obsidian Roundup") only
-    to say where the dated issue is: the issue of the 15th comes first."""
-    issues = {
-        f"Obsidian Roundup/2022-01-{day:02d} {name}.md": f"News of the week: {name.lower()}.\n"
-        for day, name in ((1, "Recipes"), (8, "Guides"), (15, "Dataview"), (22, "API"), (29, "Graphs"))
-    }
-    moc = "What was in the Obsidian Roundup? " + " ".join(f"[[{p[17:-3]}]]" for p in issues)
-    v = Vault(write_vault(tmp_path / "v", {**issues, "Obsidian Roundup/Obsidian Roundup.md": moc + "\n"}))
-    hits = paths(v.search("What was in the mid-January 2022 Obsidian Roundup?"))
-    assert hits[0] == "Obsidian Roundup/2022-01-15 Dataview.md"
-
-
 def test_a_section_most_notes_share_is_not_what_a_hit_shows(tmp_path: Path) -> None:
     """Every note ends with a template's footer ("This note in GitHub"): a hit shows its own passage."""
     footer = "\n## This note in GitHub\n[Edit this note in GitHub](https://github.dev/{n}) | Copy this note\n"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -196,12 +196,7 @@ def agreed_name(inp: FusionInput) -> int | None:
 
 
 def scoped_names(
-    index: VaultIndex,
-    inp: FusionInput,
-    query: str,
-    rare: Callable[[str], bool] | None = None,
-    near: int = 10,
-    dated: Sequence[int] = (),
+    index: VaultIndex, inp: FusionInput, query: str, rare: Callable[[str], bool] | None = None, near: int = 10
 ) -> Scoped:
     """Of the notes ``query`` names by their title, those it names only to say where to look: a more
     specific note among the strongest hits (the first ``near`` of the passage or whole-note ranking) adds to
@@ -210,13 +205,11 @@ def scoped_names(
     Roundup": "Obsidian Roundup/2022-07-30 Obsidian Shirts ..."): two such words, or one that ``rare``
     says is rare in the vault ("episode 145 of the Well Made podcast"). Such a name counts for no more;
     the note it points at is the one the query names, as if by its title (unless it only points further
-    on itself: "Test" at "Turing Test" at "Turing Test Mathematical Objection"). ``dated``: the notes named
-    by a date the query writes in words; such a note shares that date with the query ("the mid-January 2022
-    Obsidian Roundup": "Obsidian Roundup/2022-01-15 ...")."""
+    on itself: "Test" at "Turing Test" at "Turing Test Mathematical Objection")."""
     named = [fid for fid in inp.keys if fid not in inp.exact]
     if not named:
         return Scoped(set(), set())
-    strong = list(dict.fromkeys([*dated, *inp.passages[:near], *inp.docs[:near]]))
+    strong = list(dict.fromkeys(inp.passages[:near] + inp.docs[:near]))
     rows = _names_of(index, list({*strong, *named}))
     words = _WORDS.findall(query.lower())
     spoken, asked = f" {' '.join(words)} ", set(words)
@@ -231,8 +224,7 @@ def scoped_names(
             path, title = rows[other]
             shared = [w for w in title.split() if w in asked and w not in key.split() and w not in STOP_WORDS]
             # One common word shared ("community") is chance; two, or one rare ("145"), are not.
-            telling = len(shared) >= 2 or (shared and rare is not None and rare(shared[0]))
-            if not telling and other not in dated:
+            if len(shared) < 2 and not (shared and rare is not None and rare(shared[0])):
                 continue
             within = title != key and f" {key} " in f" {title} "
             if within or key in (name_key(folder) for folder in path.split("/")[:-1]):

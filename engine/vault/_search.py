@@ -198,7 +198,7 @@ def search_index(
     inputs = FusionInput(by_passage, docs, keys, exact & ok, phrases & ok)
     # A name that only says where to look ("the mathematical objection to the Turing test") counts for
     # no more; the note it points at counts as named by its title.
-    broad, specific = scoped_names(index, inputs, query, lambda w: rare_name(index, w), dated=dated)
+    broad, specific = scoped_names(index, inputs, query, lambda w: rare_name(index, w))
     specific = {f for f in specific if f in ok}
     rest = [f for f in inputs.keys if f not in broad and f not in specific]
     inputs.keys, inputs.phrases = [*sorted(specific), *rest], (inputs.phrases | specific) - broad
