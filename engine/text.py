@@ -17,6 +17,7 @@ from functools import lru_cache
 import snowballstemmer
 
 __all__ = [
+    "AUXILIARIES",
     "STOP_WORDS",
     "ParsedQuery",
     "iso_dates",
@@ -222,6 +223,11 @@ def iso_dates(text: str) -> list[str]:
             with contextlib.suppress(ValueError):  # "June 31": no date
                 found.append(datetime.date(int(m.group("year")), month, day).isoformat())
     return list(dict.fromkeys(found))
+
+
+# The auxiliary verbs a question puts after its subject's kind ("which plugin *does* ...", "where *is* ..."),
+# as a regular-expression alternation.
+AUXILIARIES = "does|do|did|is|are|was|were|can|could|should|would|will|has|have|had"
 
 
 # A month and year without a day ("January 2022", "mid-Jan 2022"); early, mid and late narrow it to a third.

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..text import parse_query, stem, stems_of
+from ..text import AUXILIARIES, parse_query, stem, stems_of
 from ._offline_subject import NO_SUBJECT, Subject
 from ._offline_units import BLOCK_ID as _BLOCK_ID
 from ._offline_units import CODE_SPAN as _CODE_SPAN
@@ -65,13 +65,12 @@ _WHY = re.compile(r"\bwhy\b|\bwhat (?:causes|makes)\b|\bfor what reason\b", re.I
 # "What theme did she make?", "Which plugins has he released?": the thing asked for, by its kind. A section
 # headed by that kind ("### Themes") lists the answers, though no item of it says "theme".
 _ASKED_KIND = re.compile(
-    r"\b(?:what|which)\s+(?!(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|kind|"
-    r"type|sort|one|ones|of)\b)([a-z][a-z-]{2,})\b",
+    rf"\b(?:what|which)\s+(?!(?:{AUXILIARIES}|kind|type|sort|one|ones|of)\b)([a-z][a-z-]{{2,}})\b",
     re.I,
 )
 # "Where does the total show up?", "Where do we go to report a bug?": a place is asked for (not "choosing
 # where to host", whose "where" is no question).
-_WHERE = re.compile(r"\bwhere\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|has|have)\b", re.I)
+_WHERE = re.compile(rf"\bwhere\s+(?:{AUXILIARIES})\b", re.I)
 # A passage that says where something is: a position, a container, or an address to go to.
 _PLACE = re.compile(
     r"\b(?:at the (?:top|bottom|end|start|beginning|side|left|right)|on the (?:left|right|top|bottom)|"

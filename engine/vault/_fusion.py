@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..text import STOP_WORDS
+from ..text import AUXILIARIES, STOP_WORDS
 from ._index import VaultIndex
 from ._index_db import name_key
 
@@ -138,13 +138,10 @@ def key_matches(index: VaultIndex, query: str, rare: Callable[[str], bool] | Non
 
 # "Which AI assistant does it let you chat with?": a name right after "which" or "what" and before the
 # verb is the kind of thing asked for, what the answer is one of, not what the question is about.
-_KIND_VERBS = "does|do|did|is|are|was|were|can|could|should|would|will|has|have|had"
-
-
 def asked_kind(words: str, name: str) -> bool:
     """Whether ``name`` is the kind of thing the question asks for (``words``: its words, lower-cased,
     one space apart): "which NAME does ...", "what NAME is ..."."""
-    return re.search(rf"\b(?:which|what) {re.escape(name)} (?:{_KIND_VERBS})\b", words) is not None
+    return re.search(rf"\b(?:which|what) {re.escape(name)} (?:{AUXILIARIES})\b", words) is not None
 
 
 def _named_by_title(
