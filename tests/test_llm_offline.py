@@ -800,3 +800,15 @@ def test_a_question_that_names_its_subject_is_answered_from_the_notes_linked_wit
     ) in lines
     # a short name inside another line ("Plugin ID: chat-with-bard") is no repetition of it
     assert ("Chat with Bard", "[[People/Artel250]]") in lines
+
+
+def test_the_lead_keeps_a_wikilink_inside_a_code_span_as_written() -> None:
+    from engine.llm.offline import synthesize
+
+    goal = "How do I embed a block?"
+    example = "You can also embed specific headings and blocks. `![[Internal links#^b15695]]`"
+    children = [{"node_id": "ask1", "task": goal, "answer": f"- {example} [[Linking/Embed files#Embed]]"}]
+    lead = synthesize({"goal": goal, "task": goal, "children": children}).split("\n\n")[0]
+    assert lead == f"{example} [[Linking/Embed files#Embed]]"
+    # the link shown as syntax is no source of the lead
+    assert [c.path for c in extract_citations(lead)] == ["Linking/Embed files"]

@@ -42,6 +42,7 @@ from ._offline_answer import MAX_PASSAGES, NOTHING_FOUND, answer
 from ._offline_script import retrieval_script
 from ._offline_text import as_text as _str
 from ._offline_text import clip, estimate_tokens, norm_key, split_sentences, stream_text, terms
+from ._offline_units import CODE_SPAN
 
 __all__ = ["JUDGE_THRESHOLD", "MAX_PASSAGES", "MODEL", "NOTHING_FOUND", "OfflineProvider"]
 
@@ -241,12 +242,24 @@ def _cited_units(text: str) -> list[tuple[str, list[str]]]:
         line = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line).strip()
         if not line or line.startswith("#") or NOTHING_FOUND in line:
             continue
-        for sentence in split_sentences(line) if len(_CITE.findall(line)) > 1 else [line]:
-            cites = list(dict.fromkeys(_CITE.findall(sentence)))
-            bare = " ".join(_CITE.sub("", sentence).split())
+        for sentence in split_sentences(line) if len(_citations_in(line)) > 1 else [line]:
+            spans = _citations_in(sentence)
+            cites = list(dict.fromkeys(sentence[a:b] for a, b in spans))
+            kept, at = [], 0
+            for a, b in spans:
+                kept.append(sentence[at:a])
+                at = b
+            bare = " ".join("".join([*kept, sentence[at:]]).split())
             if cites and bare:
                 out.append((bare, cites))
     return out
+
+
+def _citations_in(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s citations are: its wikilinks outside code spans. A link inside one is the syntax a
+    note shows (`` `![[Note#^block]]` ``), quoted as written, never taken out of its code span as a source."""
+    blanked = CODE_SPAN.sub(lambda m: " " * len(m.group(0)), text)
+    return [m.span() for m in _CITE.finditer(blanked)]
 
 
 def synthesize(inputs: dict[str, Any]) -> str:
