@@ -20,6 +20,7 @@ from engine.vault._fusion import (
     EXACT_BONUS,
     MAX_LINKS,
     FusionInput,
+    Scoped,
     agreed_name,
     asked_kind,
     fuse,
@@ -354,6 +355,46 @@ def test_the_note_a_broad_name_points_at_comes_first(tmp_path: Path) -> None:
     inputs = FusionInput(passages=[hub, child, word], docs=[hub, child, word], keys=[hub, word])
     found = scoped_names(v.index, inputs, question)
     assert found.broad == {hub, word} and found.specific == {child}  # "Test" points at "Turing Test"
+
+
+def test_a_note_named_by_an_alias_another_title_holds_is_broad_when_both_rankings_agree(
+    tmp_path: Path,
+) -> None:
+    """ "On Linux, Web Clipper opens Obsidian but only the file name is saved": "Web Clipper" is an alias of
+    the product's introduction, and the title of "Troubleshoot Web Clipper" holds it; when the passage and
+    whole-note rankings both put that note first, the alias only said where to look. A note named by its
+    own title ("What is an evergreen note?": "Evergreen") is what is asked, and is no broad name."""
+    v = make_vault(
+        tmp_path,
+        {
+            "Clipper/Introduction to Obsidian Web Clipper.md": (
+                "---\naliases: [Web Clipper]\n---\nWeb Clipper is a browser extension that saves web pages "
+                "to Obsidian. Web Clipper works in every browser and opens Obsidian to save each page.\n"
+            ),
+            "Clipper/Troubleshoot Web Clipper.md": (
+                "## Only the file name is saved\nOn Linux, when Obsidian opens but only the file name is "
+                "saved, the likely cause is that Obsidian was installed from a package without URI support.\n"
+            ),
+            "Evergreen.md": "Evergreen notes are ideas written to last.\n",
+            "Evergreen notes grow.md": "Evergreen notes grow as ideas do; an evergreen note is an idea.\n",
+        },
+    )
+    question = (
+        "On Linux, Web Clipper opens Obsidian but only the file name is saved. What is the likely cause?"
+    )
+    assert top(v, question, 1) == ["Clipper/Troubleshoot Web Clipper.md"]
+    ids = dict(v.index.query("SELECT path, id FROM files"))
+    intro, trouble = (
+        ids["Clipper/Introduction to Obsidian Web Clipper.md"],
+        ids["Clipper/Troubleshoot Web Clipper.md"],
+    )
+    inputs = FusionInput(passages=[trouble, intro], docs=[trouble, intro], keys=[intro])
+    assert scoped_names(v.index, inputs, question) == Scoped({intro}, {trouble})
+    inputs = FusionInput(passages=[intro, trouble], docs=[trouble, intro], keys=[intro])
+    assert scoped_names(v.index, inputs, question) == Scoped(set(), set())  # the rankings disagree
+    named, longer = ids["Evergreen.md"], ids["Evergreen notes grow.md"]
+    inputs = FusionInput(passages=[longer, named], docs=[longer, named], keys=[named])
+    assert scoped_names(v.index, inputs, "What is an evergreen note?") == Scoped(set(), set())
 
 
 def test_fusion_keeps_exact_title_hits_first() -> None:

@@ -202,7 +202,9 @@ def scoped_names(
     Roundup": "Obsidian Roundup/2022-07-30 Obsidian Shirts ..."): two such words, or one that ``rare``
     says is rare in the vault ("episode 145 of the Well Made podcast"). Such a name counts for no more;
     the note it points at is the one the query names, as if by its title (unless it only points further
-    on itself: "Test" at "Turing Test" at "Turing Test Mathematical Objection")."""
+    on itself: "Test" at "Turing Test" at "Turing Test Mathematical Objection"). A note named by an alias
+    is broad when the note both text rankings put first holds that alias in a longer title
+    (``_aliases_within_the_agreed_note``)."""
     named = [fid for fid in inp.keys if fid not in inp.exact]
     if not named:
         return Scoped(set(), set())
@@ -227,7 +229,29 @@ def scoped_names(
             if within or key in (name_key(folder) for folder in path.split("/")[:-1]):
                 broad[fid] = other
                 break
+    left = [fid for fid in named if fid not in broad]
+    broad.update(_aliases_within_the_agreed_note(index, inp, left, rows, spoken))
     return Scoped(set(broad), {other for other in broad.values() if other not in broad})
+
+
+def _aliases_within_the_agreed_note(
+    index: VaultIndex, inp: FusionInput, named: list[int], rows: dict[int, tuple[str, str]], spoken: str
+) -> dict[int, int]:
+    """The notes of ``named`` the query names by an alias that the title of the note both text rankings put
+    first holds, with more words ("On Linux, Web Clipper opens Obsidian but only saves the file name": the
+    alias "Web Clipper" of the product's introduction, and "Troubleshoot Web Clipper"), each mapped to that
+    note. An alias names the broader subject; the rankings' agreement says which part of it is asked."""
+    top = inp.passages[0] if inp.passages and inp.docs and inp.passages[0] == inp.docs[0] else None
+    if top is None or top in named or top not in rows or not named:
+        return {}
+    title = f" {rows[top][1]} "
+    marks = ",".join("?" * len(named))
+    found: dict[int, int] = {}
+    for key, fid in index.query(f"SELECT key, file_id FROM keys WHERE file_id IN ({marks})", named):
+        by_alias = key != rows.get(fid, ("", ""))[1]  # a title names what is asked ("evergreen note")
+        if by_alias and f" {key} " in spoken and f" {key} " in title and title.strip() != key:
+            found[fid] = top
+    return found
 
 
 def expansions(index: VaultIndex, found: list[int], query: str, most: int = 3) -> list[str]:
