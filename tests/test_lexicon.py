@@ -1,4 +1,4 @@
-"""``engine.vault._synonyms`` (WordNet's synonyms, shipped as package data), the search's use of them for
+"""``engine.lexicon`` (WordNet's synonyms, shipped as package data), the search's use of them for
 query words the vault never uses, and ``tools/make_synonyms.py`` that makes the data."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from _demo import write_vault
 
 from engine import Vault
-from engine.vault import VaultSet, _synonyms
-from engine.vault._synonyms import synonyms
+from engine.lexicon import _wordnet as _synonyms
+from engine.lexicon import is_word, synonyms
+from engine.vault import VaultSet
 
 pytestmark = pytest.mark.usefixtures("shad_home")
 
@@ -35,6 +36,12 @@ def test_synonyms_of_a_word_and_of_its_inflections() -> None:
     assert synonyms("") == () and synonyms("a|b") == ()
 
 
+def test_a_word_is_one_wordnet_lists_in_any_of_its_forms() -> None:
+    assert is_word("sluggish") and is_word("Pictures") and is_word("knowledge")
+    assert not is_word("sspaeti") and not is_word("github") and not is_word("xqzzyword")
+    assert not is_word("") and not is_word("a|b")
+
+
 def test_no_stop_word_is_a_synonym() -> None:
     from engine.text import STOP_WORDS
 
@@ -42,15 +49,20 @@ def test_no_stop_word_is_a_synonym() -> None:
         assert not set(synonyms(word)) & STOP_WORDS, word
 
 
-def test_a_missing_data_file_gives_no_synonyms(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_missing_data_file_gives_no_synonyms_and_no_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(_synonyms, "DATA", tmp_path / "absent.txt.gz")
     _synonyms._lines.cache_clear()
     _synonyms.synonyms.cache_clear()
+    _synonyms.is_word.cache_clear()
     try:
         assert synonyms("sluggish") == ()
+        assert is_word("sspaeti")  # without the data nothing is taken for a name
     finally:
         _synonyms._lines.cache_clear()
         _synonyms.synonyms.cache_clear()
+        _synonyms.is_word.cache_clear()
 
 
 @pytest.fixture
