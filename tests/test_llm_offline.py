@@ -652,6 +652,20 @@ def test_what_kind_of_thing_is_asked_for_is_answered_by_the_section_of_that_kind
     assert "listed" not in wanted_answers("What kind of grinder suits it?")
 
 
+def test_the_kind_asked_for_may_follow_a_word_that_narrows_it() -> None:
+    """ "Which Obsidian theme is ...?": the kind is "theme", not "Obsidian"; the link under "### Themes"
+    gives what is asked."""
+    text = "- GitHub: sspaeti\n## Author of\n### Themes\n- [[Kanagawa]]\n"
+    for goal in (
+        "Which Obsidian theme is listed as made by sspaeti?",
+        "Which theme is listed as made by sspaeti?",
+    ):
+        ranked = rank_passages(goal, [("sspaeti People/sspaeti.md", text)])
+        assert [p.gives for p in ranked if p.text == "Kanagawa"] == [("listed",)], goal
+    ranked = rank_passages("Which Obsidian plugin is listed as made by sspaeti?", [("sspaeti", text)])
+    assert [p.gives for p in ranked if p.text == "Kanagawa"] in ([], [()])  # a plugin is not a theme
+
+
 def test_a_question_word_the_best_passages_lack_gets_its_own_passage() -> None:
     """Two-step questions: the passages that rank first for the whole question cover its first step;
     the best passage holding a word they all lack (the second step) is quoted too."""

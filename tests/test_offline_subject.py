@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.llm._offline_subject import Subject, proper_names, spelled, subject_items
+from engine.llm._offline_subject import Subject, proper_names, spelled, subject_items, unlisted_words
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,23 @@ def test_the_named_note_and_the_notes_linked_with_it_are_the_subject() -> None:
     question = "Janis Ringli has published one Obsidian plugin. Which app does it take the daily verse from?"
     # the note it links to (verse-of-the-day) and the note that links to it (party): not bible-reference
     assert subject_items(question, ITEMS) == Subject(frozenset({0}), frozenset({2, 3}), ("janisringli",))
+
+
+def test_a_word_no_dictionary_lists_names_a_note_as_a_capitalised_name_does() -> None:
+    """ "the GitHub user sspaeti": a handle written in lower case. An English word ("knowledge") is no
+    name, though a note is titled by it and the other items link to it."""
+    question = "Which Obsidian theme is listed as made by the GitHub user sspaeti?"
+    assert unlisted_words(question) == {"sspaeti"}
+    person = "# sspaeti\n- GitHub: sspaeti\n## Author of\n### Themes\n- [[Kanagawa]]"
+    items = [
+        ("People/sspaeti.md", person),
+        ("Themes/Kanagawa.md", "Repository: GitHub\nDesigned by: [[sspaeti]]"),
+        ("Themes/Tokyo Night.md", "Designed by: [[tcmmichaelb139]]"),
+    ]
+    assert subject_items(question, items) == Subject(frozenset({0}), frozenset({1}), ("sspaeti",))
+    topic = [("Knowledge.md", "- [[Sense Modality]]"), ("Sense Modality.md", "Knowledge from the senses.")]
+    assert unlisted_words("What are the arguments against knowledge from the senses?") == set()
+    assert subject_items("What are the arguments against knowledge from the senses?", topic) == Subject()
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,9 @@
-"""What a question is about when it names someone or something by a proper name: "The GitHub user
-Artel250 has one plugin. Which AI assistant does it let you chat with?" is about the note *Artel250* and
-the notes linked with it (the plugin it lists, whose note says "Developed by: [[Artel250]]"; a note a
-property names, "artist: Paul Chambers"), not about every plugin whose note says "AI assistant". The
-offline script puts the named note in the context; the offline answer prefers the passages of the named
-note and of the notes linked with it."""
+"""What a question is about when it names someone or something by a proper name, or by a word no
+dictionary lists ("the GitHub user sspaeti"): "The GitHub user Artel250 has one plugin. Which AI assistant
+does it let you chat with?" is about the note *Artel250* and the notes linked with it (the plugin it lists,
+whose note says "Developed by: [[Artel250]]"; a note a property names, "artist: Paul Chambers"), not about
+every plugin whose note says "AI assistant". The offline script puts the named note in the context; the
+offline answer prefers the passages of the named note and of the notes linked with it."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..lexicon import is_word
 from ..text import STOP_WORDS
 from ._offline_units import WIKILINK
 
-__all__ = ["NO_SUBJECT", "Subject", "proper_names", "spelled", "subject_items"]
+__all__ = ["NO_SUBJECT", "Subject", "proper_names", "spelled", "subject_items", "unlisted_words"]
 
 _TOKEN = re.compile(r"[^\W_]+", re.U)
 _MAX_WORDS = 3
 _LINK_END = re.compile(r"[|#^]")  # where a wikilink's target ends
+MIN_UNLISTED = 4  # a lower-case word names a note from this many letters (not "foo", "ipv")
 MIN_MENTIONED = 6  # a note's name spelled inside another's text is a mention from this many letters
 
 
@@ -54,6 +56,15 @@ def proper_names(text: str) -> set[str]:
     return names
 
 
+def unlisted_words(text: str) -> set[str]:
+    """The words of ``text`` that no dictionary lists (``engine.lexicon.is_word``), lower-cased: a handle
+    or a product name written in lower case ("the GitHub user sspaeti"), which names a note titled so as a
+    capitalised name does. An English word ("knowledge") names no note: a note titled by it is a topic the
+    question shares with others, not its subject."""
+    words = {t.lower() for t in _TOKEN.findall(text) if not t[0].isupper() and not t.isdigit()}
+    return {w for w in words if len(w) >= MIN_UNLISTED and w not in STOP_WORDS and not is_word(w)}
+
+
 def _mentioned(name: str, squashed: str) -> bool:
     return len(name) >= MIN_MENTIONED and name in squashed
 
@@ -85,7 +96,7 @@ def subject_items(question: str, items: Sequence[tuple[str, str]]) -> Subject:
     """What ``question`` names among ``items`` ((note path, text) pairs): ``Subject``. Nothing when it
     names no note of the items, or when the named notes link with none of the others (then the name says
     nothing about which of them answers)."""
-    names = proper_names(question)
+    names = proper_names(question) | unlisted_words(question)
     if not names:
         return NO_SUBJECT
     names_of = [spelled(_stem_of(path)) for path, _ in items]

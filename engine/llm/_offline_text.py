@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..text import AUXILIARIES, parse_query, stem, stems_of
+from ..text import AUXILIARIES, STOP_WORDS, parse_query, stem, stems_of
 from ._offline_subject import NO_SUBJECT, Subject
 from ._offline_units import BLOCK_ID as _BLOCK_ID
 from ._offline_units import CODE_SPAN as _CODE_SPAN
@@ -63,9 +63,11 @@ _BYLINE = re.compile(
 # "Why ...?" is answered by a passage that gives a cause or a purpose.
 _WHY = re.compile(r"\bwhy\b|\bwhat (?:causes|makes)\b|\bfor what reason\b", re.I)
 # "What theme did she make?", "Which plugins has he released?": the thing asked for, by its kind. A section
-# headed by that kind ("### Themes") lists the answers, though no item of it says "theme".
+# headed by that kind ("### Themes") lists the answers, though no item of it says "theme". The kind may
+# follow a word that narrows it ("Which Obsidian theme is ...?"): both words are taken.
 _ASKED_KIND = re.compile(
-    rf"\b(?:what|which)\s+(?!(?:{AUXILIARIES}|kind|type|sort|one|ones|of)\b)([a-z][a-z-]{{2,}})\b",
+    rf"\b(?:what|which)\s+(?!(?:{AUXILIARIES}|kind|type|sort|one|ones|of)\b)([a-z][a-z-]{{2,}})\b"
+    rf"(?:\s+(?!(?:{AUXILIARIES})\b)([a-z][a-z-]{{2,}})\b)?",
     re.I,
 )
 # "Where does the total show up?", "Where do we go to report a bug?": a place is asked for (not "choosing
@@ -271,7 +273,12 @@ def rank_passages(
     # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
     maker_terms = [t for t in terms(maker.group(0)) if t in weights] if maker else []
     defines = _definition_pattern(query)
-    asked = frozenset(stem(m.group(1).lower()) for m in _ASKED_KIND.finditer(query))
+    asked = frozenset(
+        stem(word.lower())
+        for m in _ASKED_KIND.finditer(query)
+        for word in m.groups()
+        if word and word.lower() not in STOP_WORDS
+    )
     pointed = pointed_terms(query) if referents else frozenset()
     if pointed:
         labels = [label | pointed if i in referents else label - pointed for i, label in enumerate(labels)]
