@@ -667,6 +667,29 @@ def test_query_of_only_common_words_is_still_ranked_while_bearable(
     assert paths(v.search("alpha beta")) == by_id
 
 
+def test_a_common_word_a_title_holds_is_still_found_inside_the_note_a_filter_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search inside one note (``path=``) for a word too common to rank by, which a note's title also
+    holds ("plugins": the note *Plugins*): the named note is not in the filter, so it does not stand in
+    for a result, and the passage of the filtered note is found (a second step reads a linked note so)."""
+    from engine.vault import _counts
+
+    notes: dict[str, str | bytes] = {
+        "Plugins.md": "Plugins extend the app.",
+        "People/zsv.md": "# Zsolt\nA person.\n## Author of\n### Plugins\n- [[Excalidraw]]\n",
+        "a.md": "Plugins and more plugins. " + FILLER,
+        "b.md": "Some plugins here. " + FILLER,
+    }
+    v = Vault(write_vault(tmp_path, notes))
+    v.refresh()
+    monkeypatch.setattr(_counts, "SELECTIVE", {"fts": (1, 0.0), "names": (1, 0.0), "docs": (1, 0.0)})
+    monkeypatch.setattr(_counts, "AFFORDABLE", 1)
+    v.index._counts.clear()
+    hits = v.search("plugins", limit=1, path="People/zsv.md")
+    assert [(h.path, h.heading) for h in hits] == [("People/zsv.md", "Plugins")]
+
+
 def test_a_searching_index_keeps_a_larger_page_cache(demo: Vault) -> None:
     """A search reads the doclists and row sizes of its words: the index's connection keeps more of them
     than SQLite's default 2 MB from the first search on."""

@@ -178,10 +178,16 @@ def search_index(
     docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra, found["docs"])
     # Every word is very common: the notes whose names hold them all ("Sync Obsidian": the note named
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
-    nothing = not candidates and not docs and not keys
+    # The notes the query names are not filtered in SQL: a name the filters refuse finds nothing (a search
+    # inside one note, ``path=``, for "plugins", which a note's title holds), and the fallbacks below run.
+    kept_keys = keys
+    if keys and filters.narrows():
+        passed = allowed(index, set(keys), filters, where, params)
+        kept_keys = [k for k in keys if k in passed]
+    nothing = not candidates and not docs and not kept_keys
     if nothing and every["names"] and not names and _names_cheaper(index, strict):
         _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
-    if not candidates and not docs and not keys and every["fts"]:
+    if not candidates and not docs and not kept_keys and every["fts"]:
         # Every word is very common (and so is their combination): ranked while that stays bearable, else
         # an unranked sample, better than nothing.
         rank_all = affordable(index, strict, "fts", times=AFFORDABLE_LAST)
