@@ -666,6 +666,24 @@ def test_the_kind_asked_for_may_follow_a_word_that_narrows_it() -> None:
     assert [p.gives for p in ranked if p.text == "Kanagawa"] in ([], [()])  # a plugin is not a theme
 
 
+def test_a_link_label_or_bold_line_made_of_the_questions_words_is_not_quoted() -> None:
+    """A link's label or a bold line standing as a heading, every word of which the question holds, only
+    repeats it; a property made of the question's words may answer it ("Mobile compatible: No"), and a
+    label with a word of its own names something ("Kanagawa")."""
+    goal = "Compare security and privacy in Obsidian Sync versus Obsidian Publish"
+    text = (
+        "## How to use Obsidian Publish\n- [[Security and privacy]]\n- [[Kanagawa]]\n\n"
+        "**Security and privacy**\n\nObsidian Publish does not collect visitor data or store cookies.\n"
+    )
+    quoted = [p.text for p in rank_passages(goal, [("Publish", text)])]
+    assert "Security and privacy" not in quoted and "**Security and privacy**" not in quoted
+    assert "Kanagawa" in quoted
+    assert "Obsidian Publish does not collect visitor data or store cookies." in quoted
+    plugin = "Plugin ID: `latex-ocr`\nMobile compatible: No\n"
+    quoted = [p.text for p in rank_passages("Is the Latex OCR plugin mobile compatible?", [("", plugin)])]
+    assert "Mobile compatible: No" in quoted
+
+
 def test_a_question_word_the_best_passages_lack_gets_its_own_passage() -> None:
     """Two-step questions: the passages that rank first for the whole question cover its first step;
     the best passage holding a word they all lack (the second step) is quoted too."""

@@ -79,7 +79,7 @@ def test_of_the_named_note_only_lines_that_say_more_than_its_name_rank_with_the_
     person = "# Razumihin\n- GitHub: Razumihin\n### Plugins\n- [[fullscreen-plugin|Fullscreen mode plugin]]"
     plugin = "Developed by: [[razumihin]]\n\nThis plugin allows viewing a single document in focus mode."
     items = [("People/razumihin.md", person), ("Plugins/fullscreen-plugin.md", plugin)]
-    question = "What does Razumihin's Fullscreen mode plugin let you do?"
+    question = "What does Razumihin's fullscreen plugin let you do?"
     subject = subject_items(question, items)
     assert subject == Subject(frozenset({0}), frozenset({1}), ("razumihin",))
     pairs = [(path, text) for path, text in items]

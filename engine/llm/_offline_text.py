@@ -291,6 +291,8 @@ def rank_passages(
     for i, j, text, stems, local, links, heading, step, listed in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
+        if (links or _BOLD_LINE.fullmatch(text)) and _says_nothing_new(text, weights):
+            continue
         gives = _gives(text, heading, wanted, defines, asked, step, listed)
         byline = "maker" in gives
         own = [t for t in weights if t in stems or (byline and t in maker_terms)]
@@ -323,6 +325,18 @@ def rank_passages(
     return ranked
 
 
+def _says_nothing_new(text: str, weights: dict[str, float]) -> bool:
+    """Whether every word of ``text`` is one of the question's (``weights``). For a link's label or a bold
+    line that stands as a heading ("Security and privacy", "**Linking to a heading in another note**"),
+    that only repeats the question; a property or a sentence may still answer it ("Mobile compatible:
+    No"), and a number or a code span is something the question did not say."""
+    if _DIGIT.search(text) or _CODE_SPAN.search(text):
+        return False
+    own = terms(text)
+    return bool(own) and all(t in weights for t in own)
+
+
+_BOLD_LINE = re.compile(r"(\*\*|__)[^*_]+\1[.:]?")  # a line that is one bold phrase
 _PROPERTY = re.compile(r"[A-Za-z][\w -]{0,40}: \S.*")
 
 
