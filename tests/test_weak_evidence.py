@@ -127,3 +127,26 @@ def test_the_absent_question_of_the_real_hub_vault_names_its_ask(tmp_path: Path,
     if r.citations:  # whatever passages it kept are the closest, not an answer
         assert r.summary["answered"] is False
         assert body(r).index("[!warning] Not found in the vault") < body(r).index("[[")
+
+
+def test_a_stage_wrapped_around_the_goal_looks_for_the_goals_words_not_its_own(
+    tmp_path: Path, demo_vault: Path
+) -> None:
+    """ "Frame the question and the criteria for answering: <goal>": the stage's instruction says what to
+    do with the passages. Its retrieval searches the goal, and when that stays weak the diagnostic names
+    the goal's missing words and suggests them as the hint, never "criteria" or "evidence"."""
+    vault = Path(shutil.copytree(demo_vault, tmp_path / "vault"))
+    r = offline("Compare zephyrcloud roasting versus quixotic roasting", vault, tmp_path / "h")
+    staged = [n for n in r.dag if n.parent and n.task != r.config.goal and r.config.goal in n.task]
+    assert staged  # the plan wraps stages around the goal
+    weak = [n for n in r.dag if n.status is FAILED and n.diagnostic.get("kind") == "retrieval"]
+    assert weak
+    for node in weak:
+        missing = node.diagnostic["failure_report"]["missing_words"]
+        assert "zephyrcloud" in missing, (node.id, missing)
+        assert not {"criteria", "evidence", "frame", "gather", "versus"} & {w.lower() for w in missing}
+        (hint,) = [i for i in node.diagnostic["next_inputs"] if i["kind"] == "hint"]
+        assert "criteria" not in hint["command"] and "evidence" not in hint["command"]
+    for node in staged:
+        queries = " ".join(node.retrieval.get("queries") or ()).lower()
+        assert "criteria" not in queries and "gather" not in queries, (node.id, queries)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..strategies import stage_subject
 from ._flat_tables import rebuild_flat_tables
 from ._offline_subject import subject_items
 from ._offline_text import (
@@ -49,12 +50,10 @@ def _context_items(inputs: dict[str, Any]) -> list[dict[str, str]]:
 
 def answer(inputs: dict[str, Any]) -> str:
     """Extractive answer: ranked passages from the context, each with its citation."""
-    task = as_text(inputs.get("task"))
     goal = as_text(inputs.get("goal"))
-    if goal and task != goal and " ".join(goal.lower().split()) in " ".join(task.lower().split()):
-        # "Frame the question and the criteria for answering: <goal>": the stage's words say what to do
-        # with the passages, not what they hold ("Obsidian frame" is no answer to it)
-        task = goal
+    task = stage_subject(
+        as_text(inputs.get("task")), goal
+    )  # not "Obsidian frame" for "Frame the question: ..."
     items = _context_items(inputs)
     if not items:
         return f"{NOTHING_FOUND}: no vault passages were retrieved for it."

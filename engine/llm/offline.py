@@ -35,7 +35,7 @@ import re
 import time
 from typing import Any
 
-from ..strategies import split_clauses
+from ..strategies import split_clauses, stage_subject
 from ..text import points_back, section_heading
 from ._base import LLMRequest, LLMResponse, ProviderError
 from ._offline_answer import MAX_PASSAGES, NOTHING_FOUND, answer
@@ -103,7 +103,8 @@ class OfflineProvider:
         if purpose == "reconcile":
             return reconcile(inputs), None
         if purpose == "script":
-            return retrieval_script(_str(inputs.get("task")), inputs.get("hints")), None
+            task = stage_subject(_str(inputs.get("task")), _str(inputs.get("goal")))
+            return retrieval_script(task, inputs.get("hints")), None
         if purpose == "repair":
             return self._repair(inputs)
         raise ProviderError(

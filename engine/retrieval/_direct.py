@@ -9,16 +9,13 @@ itself (``retrieval_score``), independent of anything a script claims.
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
-from ..strategies import get as get_strategy
-from ..strategies import names as strategy_names
-from ..strategies import split_clauses
+from ..strategies import split_clauses, stage_subject
 from ..text import parse_query, points_back_by_pronoun, stem, stems_of
 from ..vault import Hit, Note, VaultSet, indexed_text, properties_text
 from ._findings import Findings
@@ -150,30 +147,6 @@ INSTRUCTION_WORDS = frozenset(
 )
 
 
-@functools.cache
-def _stage_wordings() -> tuple[tuple[str, str], ...]:
-    """What each strategy stage's task template puts before and after the goal ("Define the objective,
-    success criteria and constraints of: {goal}"), lowercased, longest first."""
-    found = set()
-    for name in strategy_names():
-        for stage in get_strategy(name).stages:
-            if "{goal}" in stage.task:
-                before, _, after = stage.task.partition("{goal}")
-                found.add((" ".join(before.lower().split()), " ".join(after.lower().split())))
-    return tuple(sorted(found, key=lambda pair: -len(pair[0]) - len(pair[1])))
-
-
-def _without_stage_wording(task: str) -> str:
-    """``task`` without the wording a strategy stage wrapped the goal in: the stage says what to do with
-    the passages, not what they must hold."""
-    text = " ".join(task.split())
-    lowered = text.lower()
-    for before, after in _stage_wordings():
-        if before and lowered.startswith(before) and lowered.endswith(after):
-            return text[len(before) : len(text) - len(after)].strip() or text
-    return text
-
-
 def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[str, Any]]:
     """How well the context covers the task, in [0, 1].
 
@@ -184,7 +157,7 @@ def retrieval_score(task: str, items: list[ContextItem]) -> tuple[float, dict[st
     distinct notes (``diversity``), minus a penalty for boilerplate (near-empty or repeated passages).
     Passages that each hold one different word of the task no longer look like an answer: "Japanese
     tea ceremony" over a coffee vault, from a "Japanese barista" and a "black tea" passage, is weak."""
-    task = _without_stage_wording(task)
+    task = stage_subject(task)
     words = {stem(w) for w in parse_query(task).words()} - INSTRUCTION_WORDS
     if not items or not words:
         signals = {"keyword_overlap": 0.0, "coverage": 0.0, "diversity": 0.0, "boilerplate": 0.0, "best": 0.0}
@@ -299,8 +272,9 @@ class DirectSearchRetriever:
         )
 
     def _retrieve(self, task: str, goal: str, findings: Findings | None = None) -> RetrievalResult:
-        queries = [task]
-        hits = self._search(task)
+        asked = stage_subject(task, goal)  # not "criteria" for "Frame ... the criteria for answering: <goal>"
+        queries = [asked]
+        hits = self._search(asked)
         if len(hits) < 2 and goal and goal != task:
             queries.append(goal)  # a stage task ("gather sources") says little on its own
             seen = {(h.vault, h.path) for h in hits}

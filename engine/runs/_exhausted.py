@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import NodeFinished
 from ..retrieval import RecoveryPolicy, RetrievalResult
+from ..strategies import stage_subject
 from ..text import parse_query, stem
 from ._run import Run, RunStatus
 from .dag import Node, NodeStatus
@@ -71,7 +72,7 @@ def retrieval_diagnostic(
     ladder = list(result.signals.get("ladder") or [])
     if not ladder:  # a direct search: the ladder had one rung
         ladder = [{"rung": result.method or "direct search", "score": result.retrieval_score}]
-    missing = _missing_words(node.task, result)
+    missing = _missing_words(stage_subject(node.task, ctx.config.goal), result)
     vaults = " ".join(f"--vault {shlex.quote(v)}" for v in ctx.config.vaults)
     hint = " ".join(missing[:4]) or node.task[:60]
     inputs = [

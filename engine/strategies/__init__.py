@@ -19,6 +19,7 @@ from ._classify import (
 from ._plan import ValidatedPlan, default_plan, validate_plan
 from ._size import count_asks, needs_decomposition, split_clauses
 from ._skeleton import Constraint, Skeleton, Stage, UnknownStrategyError, get, names, register
+from ._wording import stage_subject
 
 __all__ = [
     "CONFIDENCE_THRESHOLD",
@@ -39,5 +40,6 @@ __all__ = [
     "needs_decomposition",
     "register",
     "split_clauses",
+    "stage_subject",
     "validate_plan",
 ]
