@@ -684,6 +684,21 @@ def test_a_link_label_or_bold_line_made_of_the_questions_words_is_not_quoted() -
     assert "Mobile compatible: No" in quoted
 
 
+def test_compare_says_what_to_do_not_what_a_passage_holds() -> None:
+    """ "Compare A versus B" asks about A and B: a passage that only says "comparing" is no answer, as
+    the goal's own words or as the stage's."""
+    goal = "Compare Obsidian Sync versus Obsidian Publish"
+    text = "The app is comparing the local files with the remote ones.\nPublish hosts your notes as a site.\n"
+    for extra in ("", goal):
+        quoted = [p.text for p in rank_passages(goal, [("", text)], extra=extra)]
+        assert quoted == ["Publish hosts your notes as a site."], extra
+    # a question whose content is a comparison asks what the vault compares
+    asked = "What is the local file compared to?"
+    assert "The app is comparing the local files with the remote ones." in [
+        p.text for p in rank_passages(asked, [("", text)])
+    ]
+
+
 def test_a_question_word_the_best_passages_lack_gets_its_own_passage() -> None:
     """Two-step questions: the passages that rank first for the whole question cover its first step;
     the best passage holding a word they all lack (the second step) is quoted too."""

@@ -99,6 +99,8 @@ _STEP = re.compile(
 _HOW_TO = re.compile(
     r"\bhow (?:do|can|should|would|could|to) (?:i|you|we|one)\b|\bhow to\b|\bsteps? to\b", re.I
 )
+_COMPARING = frozenset(stem(w) for w in ("compare", "comparison", "contrast"))
+_COMPARE_VERB = re.compile(r"\W*(?:compare|contrast)\b", re.I)  # the instruction a goal opens with
 _PARTS = re.compile(
     r"\b(?:made (?:up )?of|consists? of|consisting of|(?:composed|comprised) of|comprises?|components?|"
     r"parts of|elements of|ingredients|pieces of)\b",
@@ -246,9 +248,14 @@ def rank_passages(
     parts = _PARTS.search(query)
     if parts:  # "made up of" asks for the parts; a passage with "made" in it is not about them
         q_terms = [t for t in q_terms if t not in terms(parts.group(0))] or q_terms
+    # "Compare A with B" asks about A and B; a passage that says "comparing" is not about them ("A laptop
+    # adapter is compared to which component?" asks what the vault compares it to)
+    told = _COMPARING if _COMPARE_VERB.match(query) else frozenset()
+    q_terms = [t for t in q_terms if t not in told] or q_terms
     weights = dict.fromkeys(q_terms, 1.0)
     for t in terms(extra):
-        weights.setdefault(t, extra_weight)
+        if not (t in _COMPARING and _COMPARE_VERB.match(extra)):
+            weights.setdefault(t, extra_weight)
     if not weights:
         return []
     units = [
