@@ -471,7 +471,9 @@ def test_a_models_synthesis_prompt_heads_each_subtask_with_its_own_words(
     vault: Path, server: FakeLLMServer
 ) -> None:
     # Subtasks that repeat the goal, as models (and the skeleton plans) often write them.
-    asks = {"rest": "Find how long roasted beans rest for", "grind": "Define the key terms and scope of:"}
+    # (not a strategy's own stage wording, "Define the key terms and scope of:", whose retrieval is the
+    # goal's as the framing stage's is: that subtask is pruned as adding nothing new)
+    asks = {"rest": "Find how long roasted beans rest for", "grind": "List the grind sizes for"}
     nodes = [{"id": k, "task": f"{v} {TWO_PART}", "stage": "gather_evidence"} for k, v in asks.items()]
 
     def model(body: dict[str, Any]) -> str:
@@ -488,7 +490,7 @@ def test_a_models_synthesis_prompt_heads_each_subtask_with_its_own_words(
     expected = {
         "frame_question": "Frame the question and the criteria for answering",
         "rest": "Find how long roasted beans rest",
-        "grind": "Define the key terms and scope",
+        "grind": "List the grind sizes",
         "analyze": "Analyse the evidence",
     }
     children = [n.id for n in r.dag.children("root") if n.answer]

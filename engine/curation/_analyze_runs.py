@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import strategies
 from ..config import HISTORY_FOLDER
+from ..retrieval import ENGINE_STEPS
 from ..store.history import list_runs
 from ..text import parse_query, stem
 
@@ -308,7 +309,7 @@ def _retrieval(node: NodeRecord, r: dict[str, Any]) -> None:
     if isinstance(score, (int, float)):
         node.score = float(score)
     node.method = str(r.get("method") or "") or node.method
-    node.queries = [str(q) for q in r.get("queries") or [] if str(q).strip()] or node.queries
+    node.queries = _searched(r.get("queries") or []) or node.queries
     context = r.get("context")
     if isinstance(context, list):
         node.items = len(context)
@@ -346,7 +347,7 @@ def _from_events(run_id: str, nodes: dict[str, NodeRecord], events: list[dict[st
             if kind == "NODE_NEEDS_HUMAN" and node.status == "CREATED":
                 node.status = "NEEDS_HUMAN"
             if not node.queries:
-                node.queries = [str(q) for q in ev.get("queries") or [] if str(q).strip()]
+                node.queries = _searched(ev.get("queries") or [])
 
 
 def _from_checkpoints(folder: Path, nodes: dict[str, NodeRecord]) -> None:
@@ -369,4 +370,10 @@ def _from_checkpoints(folder: Path, nodes: dict[str, NodeRecord]) -> None:
             if isinstance(score, (int, float)):
                 node.score = float(score)
         if not node.queries:
-            node.queries = [str(q) for q in data.get("queries") or [] if str(q).strip()]
+            node.queries = _searched(data.get("queries") or [])
+
+
+def _searched(queries: Any) -> list[str]:
+    """What a node searched the vault for: its retrieval's queries without the labels of steps the engine
+    took on its own ("notes linked with the best hits")."""
+    return [str(q) for q in queries or () if str(q).strip() and str(q) not in ENGINE_STEPS]

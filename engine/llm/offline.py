@@ -103,7 +103,7 @@ class OfflineProvider:
         if purpose == "reconcile":
             return reconcile(inputs), None
         if purpose == "script":
-            task = stage_subject(_str(inputs.get("task")), _str(inputs.get("goal")))
+            task = stage_subject(_str(inputs.get("task")))  # a strategy's wording off; a model's kept
             return retrieval_script(task, inputs.get("hints")), None
         if purpose == "repair":
             return self._repair(inputs)

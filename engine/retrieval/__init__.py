@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._codemode import API_DESCRIPTION, CodeModeRetriever, RecoveryPolicy
 from ._direct import (
+    ENGINE_STEPS,
     REFERENTS,
     SECTION_CHARS,
     ContextItem,
@@ -25,6 +26,7 @@ from ._findings import Findings
 
 __all__ = [
     "API_DESCRIPTION",
+    "ENGINE_STEPS",
     "REFERENTS",
     "SECTION_CHARS",
     "CodeModeRetriever",

@@ -19,10 +19,12 @@ from typing import Any
 from ..codemode import Sandbox, SandboxError
 from ..config import HISTORY_FOLDER, UNCITED_FOLDERS
 from ..llm import LLMRequest, LLMResponse, ProviderError, Tier
+from ..strategies import stage_subject
 from ..vault import Note, VaultSet, indexed_text, is_conflict_copy, properties_text
 from ._direct import (
     LINKED_FROM,
     REFERENTS,
+    SCRIPT_LINKS_FOLLOWED,
     ContextItem,
     DirectSearchRetriever,
     RetrievalResult,
@@ -166,9 +168,11 @@ class CodeModeRetriever:
             self.policy.regens_used += 1
             hints = [f"The previous script {problem}. Try other words for the task, or the goal: {goal}"]
             queries = [goal] if goal and goal != task else []
-        # Tier B: a broadened direct search, merged with whatever the scripts found.
+        # Tier B: a broadened direct search, merged with whatever the scripts found (the goal and what the
+        # task asks beyond it; a stage's instruction around the goal asks nothing more).
+        asked = stage_subject(task)
         direct = await self.fallback.retrieve(
-            f"{goal} {task}" if goal and goal != task else task, goal, node_id, found
+            f"{goal} {asked}" if goal and goal != asked else asked, goal, node_id, found
         )
         merged = merge_context(best.context if best else [], direct.context)
         score, signals = retrieval_score(task, merged)
@@ -291,7 +295,7 @@ class CodeModeRetriever:
             signals[REFERENTS] = signals["linked"]
         return RetrievalResult(
             items,
-            [*result.queries, "notes linked with the script's notes"],
+            [*result.queries, SCRIPT_LINKS_FOLLOWED],
             result.method,
             signals,
             confidence=result.confidence,

@@ -37,6 +37,11 @@ SECTION_CHARS = 1200
 # The signal naming the sections one link from what a node's dependencies read: what a second step's "that
 # developer" points at (the offline answer counts the pointed noun for them only).
 REFERENTS = "referents"
+# Labels a retrieval adds to its ``queries`` for a step the engine took, not a search of the vault: what
+# was looked for is the rest (the gap analysis reads queries as what runs asked the vault).
+LINKS_FOLLOWED = "notes linked with the best hits"
+SCRIPT_LINKS_FOLLOWED = "notes linked with the script's notes"
+ENGINE_STEPS = frozenset({LINKS_FOLLOWED, SCRIPT_LINKS_FOLLOWED})
 LINKED_ITEMS = 2  # sections of notes linked with the best hits that may take the place of the last hits
 LINKED_FROM = 3  # the best hits whose links are followed
 
@@ -272,7 +277,9 @@ class DirectSearchRetriever:
         )
 
     def _retrieve(self, task: str, goal: str, findings: Findings | None = None) -> RetrievalResult:
-        asked = stage_subject(task, goal)  # not "criteria" for "Frame ... the criteria for answering: <goal>"
+        # not "criteria" for "Frame the question and the criteria for answering: <goal>"; a subtask a model
+        # wrote around the goal ("Find how long roasted beans rest for <goal>") keeps its own words
+        asked = stage_subject(task)
         queries = [asked]
         hits = self._search(asked)
         if len(hits) < 2 and goal and goal != task:
@@ -306,7 +313,7 @@ class DirectSearchRetriever:
         linked = self.linked(task, seeds, items, most=LINKED_FROM + len(first), hop=bool(first))
         if linked:
             items = items[: max(1, self.limit - len(linked))] + linked
-            queries.append("notes linked with the best hits")
+            queries.append(LINKS_FOLLOWED)
         score, signals = retrieval_score(task, items)
         if first and linked:
             signals[REFERENTS] = [c.citation for c in linked]

@@ -72,7 +72,7 @@ def retrieval_diagnostic(
     ladder = list(result.signals.get("ladder") or [])
     if not ladder:  # a direct search: the ladder had one rung
         ladder = [{"rung": result.method or "direct search", "score": result.retrieval_score}]
-    missing = _missing_words(stage_subject(node.task, ctx.config.goal), result)
+    missing = _missing_words(stage_subject(node.task), result)
     vaults = " ".join(f"--vault {shlex.quote(v)}" for v in ctx.config.vaults)
     hint = " ".join(missing[:4]) or node.task[:60]
     inputs = [
