@@ -11,6 +11,7 @@ Skipped with the reason when Chromium, JupyterLab or Playwright is missing. Scre
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib.util
 import json
 import os
@@ -117,7 +118,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     (settings / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
     )
-    port, token = _free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "SHAD_VAULT")}
     env.update(
         SHAD_HOME=str(base / "shad-home"),
@@ -128,39 +129,59 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         IPYTHONDIR=str(base / "ipython"),
     )
     log = base / "server.log"
-    command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.open_browser=False",
-        "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={base / 'settings'}",
-        f"--LabApp.workspaces_dir={base / 'workspaces'}", "--allow-root",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
-    lab = Lab(f"http://127.0.0.1:{port}", token, root, notebook, log)
+    # A free port may be taken again before the server binds it (a kernel of another test process picks
+    # its ports at random): the server then exits, or the port answers with something other than HTTP.
+    # Another port is tried then.
+    for attempt in range(3):
+        port = _free_port()
+        command = [
+            sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.open_browser=False",
+            "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={base / 'settings'}",
+            f"--LabApp.workspaces_dir={base / 'workspaces'}", "--allow-root",
+        ]  # fmt: skip
+        with log.open("wb") as out:
+            server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+        lab = Lab(f"http://127.0.0.1:{port}", token, root, notebook, log)
+        if _answers(server, lab):
+            break
+        _stop(server)
+        if attempt == 2:
+            pytest.fail(f"JupyterLab did not start on three ports:\n{lab.log_tail()}")
     try:
-        deadline = time.monotonic() + SERVER_START
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {server.returncode}:\n{lab.log_tail()}")
-            try:
-                lab.api("/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not answer within {SERVER_START:.0f} s:\n{lab.log_tail()}")
-                time.sleep(0.5)
         yield lab
     finally:
         try:
             lab.api("/api/shutdown", method="POST")  # shuts kernels down too
             server.wait(timeout=60)
-        except (OSError, urllib.error.URLError, subprocess.TimeoutExpired):
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(timeout=30)
+        except (OSError, urllib.error.URLError, http.client.HTTPException, subprocess.TimeoutExpired):
+            _stop(server)
+
+
+def _answers(server: subprocess.Popen[bytes], lab: Lab) -> bool:
+    """Whether the server came up and its port answers as JupyterLab does; False when it exited or another
+    program holds the port. Fails the test when it neither exits nor answers within ``SERVER_START``."""
+    deadline = time.monotonic() + SERVER_START
+    while True:
+        if server.poll() is not None:
+            return False
+        try:
+            return isinstance(lab.api("/api/status"), dict)
+        except http.client.HTTPException:
+            return False  # not HTTP: another program took the port
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer within {SERVER_START:.0f} s:\n{lab.log_tail()}")
+            time.sleep(0.5)
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=30)
 
 
 def _kernel_idle(lab: Lab, notebook: str | None = None) -> bool:
