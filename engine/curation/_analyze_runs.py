@@ -309,7 +309,7 @@ def _retrieval(node: NodeRecord, r: dict[str, Any]) -> None:
     if isinstance(score, (int, float)):
         node.score = float(score)
     node.method = str(r.get("method") or "") or node.method
-    node.queries = _searched(r.get("queries") or []) or node.queries
+    node.queries = _searched(r.get("queries")) or node.queries
     context = r.get("context")
     if isinstance(context, list):
         node.items = len(context)
@@ -347,7 +347,7 @@ def _from_events(run_id: str, nodes: dict[str, NodeRecord], events: list[dict[st
             if kind == "NODE_NEEDS_HUMAN" and node.status == "CREATED":
                 node.status = "NEEDS_HUMAN"
             if not node.queries:
-                node.queries = _searched(ev.get("queries") or [])
+                node.queries = _searched(ev.get("queries"))
 
 
 def _from_checkpoints(folder: Path, nodes: dict[str, NodeRecord]) -> None:
@@ -370,7 +370,7 @@ def _from_checkpoints(folder: Path, nodes: dict[str, NodeRecord]) -> None:
             if isinstance(score, (int, float)):
                 node.score = float(score)
         if not node.queries:
-            node.queries = _searched(data.get("queries") or [])
+            node.queries = _searched(data.get("queries"))
 
 
 def _searched(queries: Any) -> list[str]:

@@ -282,10 +282,10 @@ class DirectSearchRetriever:
         asked = stage_subject(task)
         queries = [asked]
         hits = self._search(asked)
-        if len(hits) < 2 and goal and goal != task:
+        if len(hits) < 2 and goal and goal != asked:  # (a stage wrapped around the goal searched it already)
             queries.append(goal)  # a stage task ("gather sources") says little on its own
             seen = {(h.vault, h.path) for h in hits}
-            hits += [h for h in self._search(f"{goal} {task}") if (h.vault, h.path) not in seen]
+            hits += [h for h in self._search(f"{goal} {asked}") if (h.vault, h.path) not in seen]
         multi = len(self.vaults) > 1
         items: list[ContextItem] = []
         notes: dict[tuple[str, str], Note] = {}
