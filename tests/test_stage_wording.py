@@ -42,6 +42,10 @@ def test_a_strategy_registered_later_has_its_wording_taken_off_too(monkeypatch: 
     assert stage_subject(f"Weigh the sources on: {GOAL}") != GOAL
     monkeypatch.setitem(_skeleton._REGISTRY, "wording-test", strategies.Skeleton.from_dict(data))
     assert stage_subject(f"Weigh the sources on: {GOAL}") == GOAL
+    # one registered in place of another (same name, other stages) counts too
+    data["stages"][0] = {**data["stages"][0], "task": "Sift the notes for: {goal}"}
+    monkeypatch.setitem(_skeleton._REGISTRY, "wording-test", strategies.Skeleton.from_dict(data))
+    assert stage_subject(f"Sift the notes for: {GOAL}") == GOAL
 
 
 def test_versus_is_no_word_to_search_for() -> None:

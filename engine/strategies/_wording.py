@@ -5,8 +5,6 @@ looks for the wrong thing."""
 
 from __future__ import annotations
 
-import functools
-
 from ._skeleton import get, names
 
 __all__ = ["stage_subject"]
@@ -18,7 +16,7 @@ def stage_subject(task: str, goal: str = "") -> str:
     when wording was taken off)."""
     text = " ".join(task.split())
     lowered = text.lower()
-    for before, after in _wordings(tuple(names())):
+    for before, after in _wordings():
         if before and lowered.startswith(before) and lowered.endswith(after):
             return text[len(before) : len(text) - len(after)].strip() or task
     if goal and task != goal and " ".join(goal.lower().split()) in lowered:
@@ -26,14 +24,14 @@ def stage_subject(task: str, goal: str = "") -> str:
     return task
 
 
-@functools.lru_cache(maxsize=8)
-def _wordings(strategies: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """What each stage's task template puts before and after ``{goal}``, lowercased, longest first (keyed
-    by the registered strategies: one registered later has its stages read too)."""
+def _wordings() -> list[tuple[str, str]]:
+    """What each registered stage's task template puts before and after ``{goal}``, lowercased, longest
+    first. Read each time (a few dozen stages, microseconds): a strategy registered later, or in place of
+    another, counts at once."""
     found = set()
-    for name in strategies:
+    for name in names():
         for stage in get(name).stages:
             if "{goal}" in stage.task:
                 before, _, after = stage.task.partition("{goal}")
                 found.add((" ".join(before.lower().split()), " ".join(after.lower().split())))
-    return tuple(sorted(found, key=lambda pair: -len(pair[0]) - len(pair[1])))
+    return sorted(found, key=lambda pair: -len(pair[0]) - len(pair[1]))
