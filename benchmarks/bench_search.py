@@ -9,7 +9,8 @@ Prints one JSON object. Targets (issue 18): cold index <= 1.5x the plain FTS5 bu
 changed / one note edited <= 0.3 s; query p50 <= 2 ms and p95 <= 5 ms on a quiet machine; peak RSS <= 100
 MB for the build and for a searching process. The machine may be busy: compare ratios, not seconds.
 Queries are realistic: the eval questions (natural language), note titles, and heading phrases sampled
-from the vault with a fixed seed.
+from the vault with a fixed seed. The queries are timed twice: as searches run (the passage ranking on a
+worker thread when two CPUs are usable) and on one thread (``SHAD_SEARCH_THREADS=0``, ``*_one_thread``).
 """
 
 from __future__ import annotations
@@ -133,13 +134,16 @@ print(json.dumps(out))
 """
 
 
-def child(what: str, vault: Path, queries_file: str = "") -> dict[str, Any]:
+def child(
+    what: str, vault: Path, queries_file: str = "", env: dict[str, str] | None = None
+) -> dict[str, Any]:
     code = _CHILD.format(root=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-c", code, what, str(vault), queries_file],
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, **(env or {})},
     )
     if proc.returncode:
         raise SystemExit(f"{what} failed:\n{proc.stderr[-2000:]}")
@@ -200,6 +204,8 @@ def main() -> None:
     qfile = os.path.join(home, "queries.json")
     Path(qfile).write_text(json.dumps(queries))
     shad_q = child("shad_search", root, qfile)
+    # the same queries with the passage ranking on the calling thread (no worker: ``_aside``)
+    one_thread = child("shad_search", root, qfile, env={"SHAD_SEARCH_THREADS": "0"})
     plain_q = child("fts5_search", root, qfile)
     latencies, plain_lat = shad_q["latencies_ms"], plain_q["latencies_ms"]
 
@@ -249,6 +255,9 @@ def main() -> None:
         "query_ms_p95": round(pct(latencies, 0.95), 3),
         "query_ms_max": round(max(latencies), 3),
         "query_cpu_ms_p50": round(med(shad_q["cpu_ms"]), 3),
+        "query_ms_p50_one_thread": round(med(one_thread["latencies_ms"]), 3),
+        "query_ms_p95_one_thread": round(pct(one_thread["latencies_ms"], 0.95), 3),
+        "query_cpu_ms_p50_one_thread": round(med(one_thread["cpu_ms"]), 3),
         "query_cpu_ms_p95": round(pct(shad_q["cpu_ms"], 0.95), 3),
         "plain_fts5_query_ms_p50": round(med(plain_lat), 3),
         "plain_fts5_query_ms_p95": round(pct(plain_lat, 0.95), 3),

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..config import shad_home
 from ..errors import IndexUnavailableError
+from ._aside import close_readers, connection_for
 from ._links import LINK_SCHEMA, LINK_TABLES, forget_file, index_file
 from ._scan import FileEntry
 
@@ -173,12 +174,16 @@ class IndexDatabase:
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (os.path.realpath(self.root),))
 
     def close(self) -> None:
+        close_readers(self.db_path)
         with self._lock:
             self.conn.close()
 
     # --- reading ---------------------------------------------------------------------------------------
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        aside = connection_for(self.db_path)  # a search's job on a worker thread (``_aside``)
+        if aside is not None:
+            return aside.execute(sql, params).fetchall()
         with self._lock:
             return self.conn.execute(sql, params).fetchall()
 
@@ -260,6 +265,8 @@ class IndexDatabase:
         lock can refuse the switch, often at once rather than after the busy timeout: it is retried for
         ``wait`` seconds, then given up. The mode decides speed only, never what is stored, and whichever
         connection next opens the index switches it back to WAL."""
+        if mode != "wal":
+            close_readers(self.db_path)  # a search's worker connection would refuse the switch
         deadline = time.monotonic() + wait
         while True:
             try:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..text import ParsedQuery, iso_dates, iso_days_of_months, parse_query
+from ._aside import run_aside
 from ._counts import (
     AFFORDABLE_LAST,
     SELECTIVE,
@@ -128,7 +129,6 @@ def search_index(
     rank_where, rank_params = (where, params) if filters.narrows() else (_NO_FILTER, [])
     # The candidate pool must not depend on ``limit`` (up to 10), or a smaller limit changes the order.
     n_passages = max(limit * 8, _MAX_CANDIDATES)
-    candidates: dict[int, Candidate] = {}
     clauses = parsed.clauses()
     strict = parsed.strict()
     count_clauses(index, clauses)
@@ -139,22 +139,31 @@ def search_index(
     # fewer than it needs hold) is not issued: its doclists cost up to 0.4 ms to read for nothing.
     found = {t: [c for c in clauses if row_count(index, c, t)] for t in SELECTIVE}
     every = {t: len(found[t]) == len(clauses) for t in SELECTIVE}
-    if len(clauses) <= SHORT_QUERY and every["fts"] and affordable(index, strict, "fts", clauses):
-        _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates)
-    if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(candidates) < max(limit, _RELAX_BELOW)):
-        chosen = selective(index, clauses, "fts")
-        live = [c for c in chosen if c in found["fts"]]
-        if len(chosen) > 2 and len(live) > 1:
-            _fetch_passages(index, _pairs(chosen, parsed), rank_where, rank_params, n_passages, candidates)
-        elif len(chosen) <= 2 and live:
-            _fetch_passages(index, parsed.relaxed(chosen), rank_where, rank_params, n_passages, candidates)
+
+    def rank_passages() -> dict[int, Candidate]:
+        pool: dict[int, Candidate] = {}
+        ranking = (rank_where, rank_params, n_passages)
+        if len(clauses) <= SHORT_QUERY and every["fts"] and affordable(index, strict, "fts", clauses):
+            _fetch_passages(index, strict, *ranking, pool)
+        if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(pool) < max(limit, _RELAX_BELOW)):
+            chosen = selective(index, clauses, "fts")
+            live = [c for c in chosen if c in found["fts"]]
+            if len(chosen) > 2 and len(live) > 1:
+                _fetch_passages(index, _pairs(chosen, parsed), *ranking, pool)
+            elif len(chosen) <= 2 and live:
+                _fetch_passages(index, parsed.relaxed(chosen), *ranking, pool)
+        return pool
+
+    # The passages are ranked on another core meanwhile (``_aside``): the statements below do not need them.
+    ranked_passages = run_aside(index.db_path, rank_passages)
+    by_name: dict[int, Candidate] = {}
     names = selective(index, clauses, "names")
     n_names = max(limit * 3, 30)
     if names:
         if any(c in found["names"] for c in names):
-            _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, candidates)
+            _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, by_name)
     elif every["names"] and affordable(index, strict, "names", clauses):
-        _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
+        _fetch_names(index, strict, rank_where, rank_params, n_names, by_name)
     # A date in words ("August 20, 2022") also looks for the ISO date dated notes are named by.
     dates = iso_dates(query)
     named = " ".join([_EXCLUDED_TOKEN.sub(" ", query), *dates])
@@ -180,6 +189,12 @@ def search_index(
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
     # The notes the query names are not filtered in SQL: a name the filters refuse finds nothing (a search
     # inside one note, ``path=``, for "plugins", which a note's title holds), and the fallbacks below run.
+    candidates = ranked_passages()
+    for fid, name_hit in by_name.items():  # a note's name match adds to its passages' score
+        if fid in candidates:
+            candidates[fid].score += name_hit.score
+        else:
+            candidates[fid] = name_hit
     kept_keys = keys
     if keys and filters.narrows():
         passed = allowed(index, set(keys), filters, where, params)
