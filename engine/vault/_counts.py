@@ -70,11 +70,11 @@ def affordable(
     return index.capped_count(match, cap + 1, table) <= cap
 
 
-def count_clauses(index: VaultIndex, clauses: list[str]) -> None:
-    """Count (capped, as ``selective`` does) the rows of each table that each clause matches, all in
-    one statement, into the index's count cache: every count is cheap, but a statement each (three
+def count_clauses(index: VaultIndex, clauses: list[str], tables: tuple[str, ...] = tuple(SELECTIVE)) -> None:
+    """Count (capped, as ``selective`` does) the rows of each of ``tables`` that each clause matches, all
+    in one statement, into the index's count cache: every count is cheap, but a statement each (three
     tables, every word of a question) cost more than all of them together."""
-    count_all(index, [(c, row_cap(index, table) + 1, table) for table in SELECTIVE for c in clauses])
+    count_all(index, [(c, row_cap(index, table) + 1, table) for table in tables for c in clauses])
 
 
 def count_all(index: VaultIndex, keys: list[tuple[str, int, str]]) -> None:

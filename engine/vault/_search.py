@@ -22,7 +22,6 @@ from ..text import ParsedQuery, iso_dates, iso_days_of_months, parse_query
 from ._aside import run_aside
 from ._counts import (
     AFFORDABLE_LAST,
-    SELECTIVE,
     affordable,
     count_clauses,
     phrase,
@@ -131,30 +130,35 @@ def search_index(
     n_passages = max(limit * 8, _MAX_CANDIDATES)
     clauses = parsed.clauses()
     strict = parsed.strict()
-    count_clauses(index, clauses)
+    # The passages are counted and ranked on another core (``_aside``) while the names and whole notes are
+    # here: neither side needs the other's counts or rows until the fusion.
+    beside = ("names", "docs")
+    count_clauses(index, clauses, beside)
     if with_synonyms(index, parsed):
         clauses, strict = parsed.clauses(), parsed.strict()
-        count_clauses(index, clauses)
+        count_clauses(index, clauses, beside)
     # A statement that can find nothing (a word of an AND that no row holds; an OR, or pairs, of words
     # fewer than it needs hold) is not issued: its doclists cost up to 0.4 ms to read for nothing.
-    found = {t: [c for c in clauses if row_count(index, c, t)] for t in SELECTIVE}
-    every = {t: len(found[t]) == len(clauses) for t in SELECTIVE}
+    found = {t: [c for c in clauses if row_count(index, c, t)] for t in beside}
+    every = {t: len(found[t]) == len(clauses) for t in beside}
 
-    def rank_passages() -> dict[int, Candidate]:
+    def rank_passages() -> tuple[dict[int, Candidate], bool]:
+        count_clauses(index, clauses, ("fts",))
+        live_clauses = [c for c in clauses if row_count(index, c, "fts")]
+        every_one = len(live_clauses) == len(clauses)
         pool: dict[int, Candidate] = {}
         ranking = (rank_where, rank_params, n_passages)
-        if len(clauses) <= SHORT_QUERY and every["fts"] and affordable(index, strict, "fts", clauses):
+        if len(clauses) <= SHORT_QUERY and every_one and affordable(index, strict, "fts", clauses):
             _fetch_passages(index, strict, *ranking, pool)
         if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(pool) < max(limit, _RELAX_BELOW)):
             chosen = selective(index, clauses, "fts")
-            live = [c for c in chosen if c in found["fts"]]
+            live = [c for c in chosen if c in live_clauses]
             if len(chosen) > 2 and len(live) > 1:
                 _fetch_passages(index, _pairs(chosen, parsed), *ranking, pool)
             elif len(chosen) <= 2 and live:
                 _fetch_passages(index, parsed.relaxed(chosen), *ranking, pool)
-        return pool
+        return pool, every_one
 
-    # The passages are ranked on another core meanwhile (``_aside``): the statements below do not need them.
     ranked_passages = run_aside(index.db_path, rank_passages)
     by_name: dict[int, Candidate] = {}
     names = selective(index, clauses, "names")
@@ -189,7 +193,7 @@ def search_index(
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
     # The notes the query names are not filtered in SQL: a name the filters refuse finds nothing (a search
     # inside one note, ``path=``, for "plugins", which a note's title holds), and the fallbacks below run.
-    candidates = ranked_passages()
+    candidates, every["fts"] = ranked_passages()
     for fid, name_hit in by_name.items():  # a note's name match adds to its passages' score
         if fid in candidates:
             candidates[fid].score += name_hit.score
