@@ -1,14 +1,15 @@
 """Ranked search over one vault's index: BM25 over passages and names, grouped by note, with a bonus for
-query words in the note's name. The filters are in ``_filters``, the fusion of rankings in ``_fusion``,
-what each hit shows in ``_hits`` (its snippets in ``_snippets``).
+query words in the note's name. The ranking statements are in ``_statements``, the filters in
+``_filters``, the fusion of rankings in ``_fusion``, what each hit shows in ``_hits`` (its snippets in
+``_snippets``).
 
 What a search costs is mostly the rows its ranking queries score: FTS5's ``bm25()`` looks up each matching
 row's size (~1.5 us a row), and counts every row holding each phrase of the query for its IDF (~0.1 us a
-row, for every occurrence of a phrase in the expression). The caps (``DOCS_BUDGET`` below; ``SELECTIVE``
-and ``AFFORDABLE`` in ``_counts``, which counts the rows a word matches) bound those rows; the rest of a
-search is a few lookups by key, done in as few statements as possible, and no stored column is read for a
-row that is only ranked. What a search adds to the words typed (synonyms of a word no note holds, rare
-one-word names) is in ``_expand``.
+row, for every occurrence of a phrase in the expression). The caps (``DOCS_BUDGET`` in ``_statements``;
+``SELECTIVE`` and ``AFFORDABLE`` in ``_counts``, which counts the rows a word matches) bound those rows;
+the rest of a search is a few lookups by key, done in as few statements as possible, and no stored column
+is read for a row that is only ranked. What a search adds to the words typed (synonyms of a word no note
+holds, rare one-word names) is in ``_expand``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ._counts import (
 )
 from ._expand import rare_name, searched_synonyms, with_synonyms
 from ._filters import SearchFilters, allowed, in_folders
-from ._fusion import FusionInput, agreed_name, expansions, fuse_linked, key_matches, rank_docs, scoped_names
+from ._fusion import FusionInput, agreed_name, expansions, fuse_linked, key_matches, scoped_names
 from ._hits import (
     FIRST_PASSAGES,
     NAME_ONLY,
@@ -46,6 +47,15 @@ from ._hits import (
 )
 from ._index import CHUNK_BITS, VaultIndex
 from ._model import Hit
+from ._statements import (
+    NO_FILTER,
+    PASSAGE_WEIGHTS,
+    dated_notes,
+    fetch_names,
+    fetch_passages,
+    pairs,
+    rank_whole_notes,
+)
 from ._vectors import fuse_semantic, semantic_ranking
 
 __all__ = ["SearchFilters", "search_index", "searched_synonyms"]
@@ -53,43 +63,15 @@ __all__ = ["SearchFilters", "search_index", "searched_synonyms"]
 _WORDS = re.compile(r"\w+", re.U)
 _RELAX_BELOW = 10  # relax a strict AND query when it finds fewer notes than this (or than the limit)
 _MAX_CANDIDATES = 60
-_N_DOCS = 40  # whole notes ranked per query
 # The first hit ranked without a passage, when its note is longer than FIRST_PASSAGES, shows the passage
 # that best matches the query.
 _SEARCH_PASSAGE_OF = 1
 _EXCLUDED_TOKEN = re.compile(r"(?:^|\s)-\S+")
 
 
-# Ranking queries select no stored column: SQLite reads the columns of every matching row before it sorts,
-# and a column after a passage's body is reached through the body's overflow pages (the passages shown
-# are read once, in ``_hits``). That made up most of a ranking query's time on a small vault.
-_PASSAGES = (
-    "SELECT fts.rowid, bm25(fts, {w}) AS score FROM fts "
-    f"JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
-    "WHERE fts MATCH ? AND {where} ORDER BY score LIMIT ?"
-)
-_PASSAGES_ALL = "SELECT rowid, bm25(fts, {w}) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?"
-_PASSAGES_SAMPLE = "SELECT rowid, -1.0 FROM fts WHERE fts MATCH ? LIMIT ?"
-_PASSAGES_SAMPLE_FILTERED = (
-    f"SELECT fts.rowid, -1.0 FROM fts JOIN files f ON f.id = (fts.rowid >> {CHUNK_BITS}) "
-    "WHERE fts MATCH ? AND {where} LIMIT ?"
-)
-_NAMES = (
-    "SELECT names.rowid, bm25(names, {w}) AS score FROM names JOIN files f ON f.id = names.rowid "
-    "WHERE names MATCH ? AND {where} ORDER BY score LIMIT ?"
-)
-_NAMES_ALL = "SELECT rowid, bm25(names, {w}) AS score FROM names WHERE names MATCH ? ORDER BY score LIMIT ?"
-_NO_FILTER = "f.is_note = 1"
-DATED_NOTES = 3
 BOILERPLATE_SHARE, BOILERPLATE_NOTES = 0.5, 20
 
-PASSAGE_WEIGHTS = "2.0, 1.0, 0.0"  # heading chain, text, (heading: not indexed)
-NAME_WEIGHTS = "4.0, 4.0, 1.5, 1.0, 0.5"  # title, aliases, tags, all headings, frontmatter values
-NAME_SCORE_WEIGHT = 0.25  # a name match is short, so its BM25 runs high: scale it to a passage's
-SECOND_PASSAGE_WEIGHT = 0.6  # a second matching passage in the same note adds this share of its score
 SHORT_QUERY = 3  # up to this many words, try every word in one passage (AND) first
-EXACT_NAME_BOOST = 2.0  # a short query that is exactly a note's title or alias
-DOCS_BUDGET = 1500  # whole notes scored per query, at most (about)
 DEMOTED = 0.5  # the fused score of a note in a ``filters.demote`` folder (a template) is multiplied by this
 # The index connection's page cache while it searches, in KiB. A search reads the doclists of its words and
 # the size of every row it scores (fts, names, docs): SQLite's default 2 MB let each search of the 100 MB
@@ -125,7 +107,7 @@ def search_index(
     if parsed.empty:
         return list_only(index, vault_id, limit, where, params)
     # What ranks is filtered in SQL only when the filters narrow the search; the hits always are (below).
-    rank_where, rank_params = (where, params) if filters.narrows() else (_NO_FILTER, [])
+    rank_where, rank_params = (where, params) if filters.narrows() else (NO_FILTER, [])
     # The candidate pool must not depend on ``limit`` (up to 10), or a smaller limit changes the order.
     n_passages = max(limit * 8, _MAX_CANDIDATES)
     clauses = parsed.clauses()
@@ -149,14 +131,14 @@ def search_index(
         pool: dict[int, Candidate] = {}
         ranking = (rank_where, rank_params, n_passages)
         if len(clauses) <= SHORT_QUERY and every_one and affordable(index, strict, "fts", clauses):
-            _fetch_passages(index, strict, *ranking, pool)
+            fetch_passages(index, strict, *ranking, pool)
         if len(clauses) > 1 and (len(clauses) > SHORT_QUERY or len(pool) < max(limit, _RELAX_BELOW)):
             chosen = selective(index, clauses, "fts")
             live = [c for c in chosen if c in live_clauses]
             if len(chosen) > 2 and len(live) > 1:
-                _fetch_passages(index, _pairs(chosen, parsed), *ranking, pool)
+                fetch_passages(index, pairs(chosen, parsed), *ranking, pool)
             elif len(chosen) <= 2 and live:
-                _fetch_passages(index, parsed.relaxed(chosen), *ranking, pool)
+                fetch_passages(index, parsed.relaxed(chosen), *ranking, pool)
         return pool, every_one
 
     ranked_passages = run_aside(index.db_path, rank_passages)
@@ -165,14 +147,14 @@ def search_index(
     n_names = max(limit * 3, 30)
     if names:
         if any(c in found["names"] for c in names):
-            _fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, by_name)
+            fetch_names(index, parsed.relaxed(names), rank_where, rank_params, n_names, by_name)
     elif every["names"] and affordable(index, strict, "names", clauses):
-        _fetch_names(index, strict, rank_where, rank_params, n_names, by_name)
+        fetch_names(index, strict, rank_where, rank_params, n_names, by_name)
     # A date in words ("August 20, 2022") also looks for the ISO date dated notes are named by.
     dates = iso_dates(query)
     named = " ".join([_EXCLUDED_TOKEN.sub(" ", query), *dates])
     keys, exact, phrases = key_matches(index, named, lambda w: rare_name(index, w))
-    dated = _dated_notes(index, [[d] for d in dates] + iso_days_of_months(query))
+    dated = dated_notes(index, [[d] for d in dates] + iso_days_of_months(query))
     keys, phrases = [*dated, *(k for k in keys if k not in dated)], phrases | set(dated)
     # An alias inside a longer question also searches for the note's title; a query that *is* an alias
     # already has its note first, and the rest should hold what was typed.
@@ -188,7 +170,7 @@ def search_index(
         if min((row_count(index, phrase(w), "docs") for w in _WORDS.findall(e)), default=cap + 1) <= cap
     ]
     extra += [phrase(d) for d in dates]  # common words, but a whole date is rare (and rarely asked)
-    docs = _rank_docs(index, parsed, clauses, strict, rank_where, rank_params, extra, found["docs"])
+    docs = rank_whole_notes(index, parsed, clauses, strict, rank_where, rank_params, extra, found["docs"])
     # Every word is very common: the notes whose names hold them all ("Sync Obsidian": the note named
     # "Obsidian Sync") are far fewer than the passages that do, and ranking them costs a tenth.
     # The notes the query names are not filtered in SQL: a name the filters refuse finds nothing (a search
@@ -205,12 +187,12 @@ def search_index(
         kept_keys = [k for k in keys if k in passed]
     nothing = not candidates and not docs and not kept_keys
     if nothing and every["names"] and not names and _names_cheaper(index, strict):
-        _fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
+        fetch_names(index, strict, rank_where, rank_params, n_names, candidates)
     if not candidates and not docs and not kept_keys and every["fts"]:
         # Every word is very common (and so is their combination): ranked while that stays bearable, else
         # an unranked sample, better than nothing.
         rank_all = affordable(index, strict, "fts", times=AFFORDABLE_LAST)
-        _fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=rank_all)
+        fetch_passages(index, strict, rank_where, rank_params, n_passages, candidates, ranked=rank_all)
     # A vault that opted into semantic ranking (``_vectors``) also ranks notes by what the query means.
     by_meaning = semantic_ranking(index, query) if semantic else []
     if not candidates and not docs and not keys and not by_meaning:
@@ -286,28 +268,6 @@ def search_index(
     return [to_hit(vault_id, c, parsed, passages, common, density) for c in shown]
 
 
-def _rank_docs(
-    index: VaultIndex,
-    parsed: ParsedQuery,
-    clauses: list[str],
-    strict: str,
-    where: str,
-    params: list[Any],
-    extra: list[str],
-    found: list[str],
-) -> list[int]:
-    """Notes ranked by whole-note BM25 over the query's selective words (any of them) and the ``extra``
-    phrases (expansions); ``found``: the clauses that some note holds."""
-    chosen = _within_budget(index, selective(index, clauses, "docs"), DOCS_BUDGET) + extra
-    if chosen:
-        if extra or any(c in found for c in chosen):
-            return rank_docs(index, parsed.relaxed(chosen), where, params, _N_DOCS)
-        return []
-    if len(found) == len(clauses) and affordable(index, strict, "docs", clauses):
-        return rank_docs(index, strict, where, params, _N_DOCS)
-    return []
-
-
 def _names_cheaper(index: VaultIndex, strict: str) -> bool:
     """Whether the names that hold every word are few enough to rank instead of passages: as many as
     ``AFFORDABLE_LAST`` times the names' cap, or fewer than the passages that hold them, within the
@@ -317,20 +277,6 @@ def _names_cheaper(index: VaultIndex, strict: str) -> bool:
     bound = AFFORDABLE_LAST * row_cap(index, "fts")
     held = index.capped_count(strict, bound + 1, "names")
     return held <= bound and held < index.capped_count(strict, bound + 1, "fts")
-
-
-def _within_budget(index: VaultIndex, chosen: list[str], budget: int) -> list[str]:
-    """The rarest of ``chosen`` (rarest first) whose matches add up to at most ``budget`` rows: scoring
-    costs about a microsecond a row, and the commonest words add the least to a ranking."""
-    cap = row_cap(index, "docs")
-    kept: list[str] = []
-    total = 0
-    for clause in chosen:
-        total += index.capped_count(clause, cap + 1, "docs")
-        if kept and total > budget:
-            break
-        kept.append(clause)
-    return kept
 
 
 def _best_passages(
@@ -386,69 +332,3 @@ def _exclude_words(parsed: ParsedQuery, where: str, params: list[Any]) -> tuple[
         " AND f.id NOT IN (SELECT rowid FROM names WHERE names MATCH ?)"
     )
     return where + clause, [*params, match, match]
-
-
-def _pairs(clauses: list[str], parsed: ParsedQuery) -> str:
-    """Passages holding at least two of the clauses. Each clause appears once per pair, which scales
-    every BM25 term by the same factor and so keeps BM25's ranking."""
-    pairs = [f"({a} AND {b})" for i, a in enumerate(clauses) for b in clauses[i + 1 :]]
-    return "(" + " OR ".join(pairs) + ")" + parsed.negation()
-
-
-def _fetch_passages(
-    index: VaultIndex,
-    match: str,
-    where: str,
-    params: list[Any],
-    n: int,
-    into: dict[int, Candidate],
-    ranked: bool = True,
-) -> None:
-    if not ranked:  # the first rows found, no scoring pass at all
-        sql = _PASSAGES_SAMPLE if where == _NO_FILTER else _PASSAGES_SAMPLE_FILTERED.format(where=where)
-        rows = index.query(sql, [match, n] if where == _NO_FILTER else [match, *params, n])
-    elif where == _NO_FILTER:
-        rows = index.query(_PASSAGES_ALL.format(w=PASSAGE_WEIGHTS), [match, n])
-    else:
-        rows = index.query(_PASSAGES.format(where=where, w=PASSAGE_WEIGHTS), [match, *params, n])
-    seen_here: dict[int, int] = {}
-    for rowid, rank in rows:
-        fid = rowid >> CHUNK_BITS
-        score = -float(rank)
-        count = seen_here.get(fid, 0)
-        seen_here[fid] = count + 1
-        existing = into.get(fid)
-        if existing is None:
-            into[fid] = Candidate(fid, rowid, score)
-        elif count == 1:
-            existing.score += SECOND_PASSAGE_WEIGHT * score
-
-
-def _dated_notes(index: VaultIndex, spans: list[list[str]]) -> list[int]:
-    """The notes whose title holds a date of one of ``spans`` (each: the ISO dates of one date or month the
-    query writes in words; "2022-08-20 Mobile Git Backups"), when at most ``DATED_NOTES`` do for that span:
-    such a title names the note as a rare title does ("the mid-January 2022 roundup": of a weekly series,
-    the one of the 15th)."""
-    found: list[int] = []
-    for days in spans:
-        match = "title : (" + " OR ".join(phrase(day) for day in days) + ")"
-        rows = index.query("SELECT rowid FROM names WHERE names MATCH ? LIMIT ?", (match, DATED_NOTES + 1))
-        if len(rows) <= DATED_NOTES:
-            found += [fid for (fid,) in rows if fid not in found]
-    return found
-
-
-def _fetch_names(
-    index: VaultIndex, match: str, where: str, params: list[Any], n: int, into: dict[int, Candidate]
-) -> None:
-    if where == _NO_FILTER:
-        rows = index.query(_NAMES_ALL.format(w=NAME_WEIGHTS), [match, n])
-    else:
-        rows = index.query(_NAMES.format(where=where, w=NAME_WEIGHTS), [match, *params, n])
-    for fid, rank in rows:
-        score = -float(rank) * NAME_SCORE_WEIGHT
-        existing = into.get(fid)
-        if existing is None:
-            into[fid] = Candidate(fid, -1, score)
-        else:
-            existing.score += score
