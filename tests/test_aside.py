@@ -153,3 +153,11 @@ def test_a_forked_child_starts_its_own_worker(vault: Vault, monkeypatch: pytest.
     os.waitpid(pid, 0)
     assert said.startswith("shad-search") and said.endswith("zebra.md")
     assert vault.search("bread crust")  # the parent's connections are untouched
+
+
+def test_a_worker_never_makes_an_index_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(THREADS_ENV, "1")
+    gone = tmp_path / "no such index.sqlite"
+    with pytest.raises(sqlite3.OperationalError):
+        run_aside(gone, lambda: None)()
+    assert not gone.exists()

@@ -135,7 +135,9 @@ def _reader(db_path: Path) -> tuple[sqlite3.Connection, threading.Lock]:
         found = _READERS.get(key)
     if found is not None:
         return found
-    conn = sqlite3.connect(db_path, check_same_thread=False, timeout=60, isolation_level=None)
+    # read-only: a worker never writes, and never makes a file where the index was deleted meanwhile
+    uri = Path(db_path).resolve().as_uri() + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=60, isolation_level=None)
     conn.execute("PRAGMA query_only = 1")
     conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
     made = (conn, threading.Lock())
