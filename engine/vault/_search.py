@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..text import ParsedQuery, iso_dates, iso_days_of_months, parse_query
-from ._aside import run_aside
+from ._aside import SEARCH_CACHE_KIB, run_aside
 from ._counts import (
     AFFORDABLE_LAST,
     affordable,
@@ -73,10 +73,6 @@ BOILERPLATE_SHARE, BOILERPLATE_NOTES = 0.5, 20
 
 SHORT_QUERY = 3  # up to this many words, try every word in one passage (AND) first
 DEMOTED = 0.5  # the fused score of a note in a ``filters.demote`` folder (a template) is multiplied by this
-# The index connection's page cache while it searches, in KiB. A search reads the doclists of its words and
-# the size of every row it scores (fts, names, docs): SQLite's default 2 MB let each search of the 100 MB
-# vault read ~1.5 MB through the OS again (~380 reads, 0.4 ms of system time); 16 MB: ~80 reads.
-SEARCH_CACHE_KIB = 16_384
 _CACHE_SET: weakref.WeakSet[VaultIndex] = weakref.WeakSet()
 
 
