@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from _demo import DEMO
-from _net import free_port, wait_until_listening
+from _net import start_server
 
 from engine.codemode import Sandbox
 from engine.errors import NoteNotFoundError, UsageError
@@ -97,13 +97,9 @@ def test_errors_and_parallel_calls(remote: McpVault) -> None:
 
 
 def test_streamable_http_url(vault: Path) -> None:
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV} | _env()
-    proc = subprocess.Popen(
-        _serve_argv(vault, "--http", str(port)), env=env, cwd=REPO, stderr=subprocess.PIPE
-    )
+    proc, port = start_server(lambda port: _serve_argv(vault, "--http", str(port)), env=env, cwd=REPO)
     try:
-        wait_until_listening(proc, port)
         with open_mcp_vault(f"mcp:http://127.0.0.1:{port}/mcp", id="web") as mv:
             local = Vault(vault)
             local.refresh()

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import anyio
 import pytest
 from _demo import DEMO
-from _net import free_port, wait_until_listening
+from _net import start_server
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -185,16 +185,23 @@ async def _exercise(session: ClientSession, vault: Path, other: Path, expected: 
 
 
 def test_streamable_http(vault: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "mcp", "serve", "--vault", str(vault), "--http", str(port)],
+    proc, port = start_server(
+        lambda port: [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "mcp",
+            "serve",
+            "--vault",
+            str(vault),
+            "--http",
+            str(port),
+        ],
         cwd=REPO,
         env=_env(),
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
     )
     try:
-        wait_until_listening(proc, port)
 
         async def scenario() -> None:
             url = f"http://127.0.0.1:{port}/mcp"
