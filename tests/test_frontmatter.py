@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import random
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 from _demo import DEMO
 
-from engine.vault._frontmatter import _FRONTMATTER, _Loader, _simple, split_frontmatter
+from engine.vault import _frontmatter
+from engine.vault._frontmatter import _FRONTMATTER, _Budget, _Loader, _plain, _simple, split_frontmatter
 from engine.vault._model import Diagnostic
+from engine.vault._simple_frontmatter import placeholder_line
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_VAULTS = ROOT.parent / "shared" / "vaults"
@@ -152,6 +157,12 @@ def test_a_real_vault_reads_the_same(name: str) -> None:
         "tags:\n  -   \n  - a\n",
         "tags:\n- \t\n",
         "tags:\n- x\n- \n",
+        # Spaces after a value are not part of it.
+        "desc: trailing space \n",
+        "tags:\n  - a \n  - [b, c]  \n",
+        'q: "x"  \nn: 5 \nd: 2024-01-02 \nb: true  \n',
+        "x: y:  \n",
+        "c: a #b \n",
     ],
 )
 def test_tricky_blocks_read_the_same_or_go_to_yaml(block: str) -> None:
@@ -220,3 +231,88 @@ def test_a_bad_block_that_nests_too_deep_is_still_refused() -> None:
     data, body, _line = split_frontmatter(text, diagnostics)
     assert (data, body) == ({}, "body\n")
     assert [d.code for d in diagnostics] == ["frontmatter_too_large"]
+
+
+# --- the faster ways through frontmatter, checked against the plain ones ---------------------------------
+
+
+def _frontmatter_texts() -> list[str]:
+    rng = random.Random(3)
+    pieces = ["---", "...", "\n", " ", "\t", "a: b", "-", ".", "x", "\r", "----", "--- x"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 14))) for _ in range(20_000)]
+    return [("---" if i % 3 else "") + text for i, text in enumerate(texts)]
+
+
+def test_the_block_is_found_where_the_one_pattern_found_it() -> None:
+    for text in _frontmatter_texts():
+        diagnostics: list[Diagnostic] = []
+        _data, body, line = split_frontmatter(text, diagnostics)
+        match = _FRONTMATTER.match(text)
+        if match is None:
+            assert (body, line) == (text, 1)
+            assert bool(diagnostics) == bool(re.match(r"---[ \t]*\n", text))
+        else:
+            assert (body, line) == (text[match.end() :], text.count("\n", 0, match.end()) + 1)
+
+
+TEMPLATE_LINES = [  # simple lines and placeholders, then lines that are neither
+    "created: {{date}}", "last: {{title}}", "dup: {{date}}", "tags:", "  - a", "categories:",
+    '  - "[[People]]"', "org: []", "url:", "rating: 7", "n: 2024-01-02", "title: Plain words ", "", "dup: 1",
+    "yes: {{date}}", "a: {{ date }}", "x: {{date}} ", "k: {{a}}{{b}}", "- b", "  - ", "  - [a, b]",
+    "# comment", "x: y: z", "e: [a, {{b}}]", "g: &x y", "h: *x", "  - {{date}}", "-", "? k", "tab:\tv",
+    "NEL: a\x85b",
+]  # fmt: skip
+
+
+def _template_blocks(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    pools = [TEMPLATE_LINES[:14], TEMPLATE_LINES]
+    return [
+        "\n".join(rng.choice(pools[i % 2]) for _ in range(rng.randint(1, 8))) + "\n" for i in range(count)
+    ]
+
+
+def test_a_templates_placeholder_fails_where_yaml_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``key: {{name}}`` is not YAML: where loading such a block fails is known without loading it."""
+    blocks = _template_blocks(11, 3000)
+    texts = [f"---\n{block}---\nbody\n" for block in blocks]
+    fast = []
+    for text in texts:
+        diagnostics: list[Diagnostic] = []
+        fast.append((repr(split_frontmatter(text, diagnostics)), diagnostics))
+    assert sum(placeholder_line(block) is not None for block in blocks) > 300
+    monkeypatch.setattr(_frontmatter, "placeholder_line", lambda block: None)
+    for text, found in zip(texts, fast):
+        diagnostics = []
+        assert (repr(split_frontmatter(text, diagnostics)), diagnostics) == found, text
+
+
+def test_simple_blocks_are_stored_as_plain_makes_them() -> None:
+    found = [block for root in (DEMO, *REAL_VAULTS.glob("*")) if root.is_dir() for block in blocks(root)]
+    found += ["d: 2023-09-12\nl: [2023-09-12, a]\nm:\n  - 2024-02-29\n", "a: x  \n- \nb:\n  - 3\n"]
+    for block in found:
+        mine = _simple(block)
+        if mine is not None:
+            assert _simple(block, plain=True) == _plain(mine, _Budget())
+
+
+def _recovered_section_by_section(block: str) -> dict[str, object]:
+    """What ``_recover_yaml`` kept before: each section read by hand or by YAML, then made plain."""
+    starts = [m.start() for m in _frontmatter._TOP_LEVEL_KEY.finditer(block)] + [len(block)]
+    recovered: dict[str, object] = {}
+    for start, end in itertools.pairwise(starts):
+        try:
+            part = _simple(block[start:end])
+            if part is None:
+                part = yaml.load(block[start:end], Loader=_Loader)
+            if isinstance(part, dict):
+                recovered.update(_plain(part, _Budget()))
+        except (yaml.YAMLError, RecursionError, _frontmatter._TooBig):
+            continue
+    return recovered
+
+
+def test_a_bad_blocks_fields_are_recovered_as_before() -> None:
+    for block in _template_blocks(12, 2000):
+        recovered = _frontmatter._recover_yaml(block, [])
+        assert repr(recovered) == repr(_recovered_section_by_section(block)), block

@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 
 from ._model import Diagnostic
+from ._simple_frontmatter import _simple as _simple  # (the tests reach it here)
+from ._simple_frontmatter import placeholder_line
 
 __all__ = ["MAX_FRONTMATTER_DEPTH", "MAX_FRONTMATTER_NODES", "split_frontmatter"]
 
@@ -73,6 +75,10 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(|.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+# ``_FRONTMATTER`` in two steps: its opening line, then the first closing line after it, found from the
+# line break before it (the lazy ``.*?`` tries the closing line at every character of the block).
+_OPENING = re.compile(r"---[ \t]*\n")
+_CLOSING = re.compile(r"\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _TOP_LEVEL_KEY = re.compile(r"^[^\s#-][^:\n]*:", re.M)
 
 
@@ -80,9 +86,10 @@ def split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[st
     """Return (frontmatter, body, line number of the body's first line)."""
     if not text.startswith("---"):
         return {}, text, 1
-    match = _FRONTMATTER.match(text)
-    if match is None:
-        if re.match(r"---[ \t]*\n", text):
+    opening = _OPENING.match(text)
+    closing = _CLOSING.search(text, opening.end() - 1) if opening is not None else None
+    if opening is None or closing is None:
+        if opening is not None:
             diagnostics.append(
                 Diagnostic(
                     "unclosed_frontmatter",
@@ -91,134 +98,24 @@ def split_frontmatter(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[st
                 )
             )
         return {}, text, 1
-    block = match.group(1)
-    body = text[match.end() :]
-    body_line = text.count("\n", 0, match.end()) + 1
+    block = text[opening.end() : closing.start() + 1]
+    body = text[closing.end() :]
+    body_line = text.count("\n", 0, closing.end()) + 1
     data = _load_yaml(block, diagnostics)
     return data, body, body_line
-
-
-# The frontmatter most notes have: ``key: value`` lines and ``key:`` followed by ``- value`` items, where
-# each value is a one-line plain scalar that YAML reads as text, a ``true``/``false``, a decimal integer or
-# a date (``2024-01-02``), a double-quoted string without escapes (``"[[Link]]"``), a flow list of plain
-# words (``[a, b]``), ``[]``, or nothing (``- `` alone, an empty list item as templates leave under
-# ``tags:``, is None). Read by hand, it gives what YAML gives (tests/test_frontmatter.py checks that on
-# every real vault), at a fraction of the cost: YAML was about half of a note's parse time.
-# What a plain scalar means is decided by YAML's own resolvers (``_tag``); anything else goes to YAML.
-_SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
-# Printable in YAML's sense, no escapes, no line breaks (YAML folds those): the text between the quotes.
-_QUOTED = re.compile('"[^"\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]*"\\Z')
-# Characters a one-line plain scalar holds as themselves: printable ASCII but the tab, and non-ASCII but
-# C1 controls (NEL breaks a line), the line and paragraph separators, surrogates, the BOM, non-characters.
-_PLAIN_CHARS = re.compile("[ -~\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*\\Z")
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")  # a plain scalar cannot start with these (nor a space)
-_FLOW_INDICATORS = frozenset(",[]{}:#?")  # nor hold these inside a flow list (left to YAML there)
-_YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
-_NOT_SIMPLE = object()
-# Only the spellings YAML 1.1 reads so (``tRue`` is text, ``yes``/``on`` go to YAML).
-_BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
-_DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")  # no sign, no leading zero (octal), no "_" or ":"
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-_RESOLVERS: dict[str | None, list[tuple[str, re.Pattern[str]]]] = _Loader.yaml_implicit_resolvers
-_TAG = "tag:yaml.org,2002:"
-
-
-def _simple(block: str) -> dict[str, Any] | None:
-    """``block`` read by hand when it is the simple kind above; None when YAML must read it."""
-    data: dict[str, Any] = {}
-    key: str | None = None  # the key whose list is being read
-    indent: str | None = None
-    for line in block.split("\n"):
-        if not line:
-            continue
-        if line.lstrip(" ").startswith("- "):
-            if key is None:
-                return None
-            pad, _, item = line.partition("- ")
-            value = None if not item.strip(" ") else _scalar(item)  # "- " alone: an empty item
-            if (indent is not None and pad != indent) or pad.strip() or value is _NOT_SIMPLE:
-                return None
-            indent = pad
-            data[key].append(value)
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not _SIMPLE_KEY.match(name) or name.lower() in _YAML_WORDS:
-            return None
-        if key is not None and not data[key]:
-            data[key] = None  # ``key:`` with nothing under it
-        key, indent = None, None
-        if not value.strip(" "):  # ``key:`` (trailing spaces too): a list follows, or nothing
-            key = name
-            data[name] = []
-        elif value == " []":
-            data[name] = []
-        elif value.startswith(" ") and (scalar := _scalar(value[1:])) is not _NOT_SIMPLE:
-            data[name] = scalar
-        else:
-            return None
-    if key is not None and not data[key]:
-        data[key] = None
-    return data
-
-
-def _scalar(text: str) -> Any:
-    """The value of a one-line plain scalar (see ``_plain_scalar``), an escape-free double-quoted string
-    or a flow list of plain scalars; ``_NOT_SIMPLE`` otherwise."""
-    if text.startswith('"'):
-        return text[1:-1] if _QUOTED.match(text) else _NOT_SIMPLE
-    if text.startswith("[") and text.endswith("]") and len(text) > 2:
-        items = [_plain_scalar(item.strip(" "), flow=True) for item in text[1:-1].split(",")]
-        return _NOT_SIMPLE if any(item is _NOT_SIMPLE for item in items) else items
-    return _plain_scalar(text)
-
-
-def _plain_scalar(text: str, *, flow: bool = False) -> Any:
-    """What YAML reads the one-line plain scalar ``text`` as (in a block mapping or list, or with
-    ``flow`` as an item of a ``[...]`` list): text, a boolean spelled ``true``/``false``, a decimal
-    integer or a date; ``_NOT_SIMPLE`` when ``text`` is no such scalar or YAML makes it something else."""
-    if (
-        not text
-        or text[0] in _INDICATORS
-        or text[-1] in " :"  # trailing spaces are not part of it; "x:" starts a mapping
-        or "  " in text
-        or ": " in text  # starts a mapping
-        or " #" in text  # starts a comment
-        or not _PLAIN_CHARS.match(text)
-        or (flow and not _FLOW_INDICATORS.isdisjoint(text))
-    ):
-        return _NOT_SIMPLE
-    tag = _tag(text)
-    if tag is None:
-        return text
-    if tag == _TAG + "bool" and text in _BOOLEANS:
-        return _BOOLEANS[text]
-    if tag == _TAG + "int" and _DECIMAL.match(text):
-        return int(text)
-    if tag == _TAG + "timestamp" and _DATE.match(text):
-        try:
-            return dt.date(int(text[:4]), int(text[5:7]), int(text[8:]))
-        except ValueError:  # shaped like a date, but no such day: YAML's loader keeps it as text
-            return _NOT_SIMPLE
-    return _NOT_SIMPLE
-
-
-def _tag(text: str) -> str | None:
-    """The type YAML's resolvers give the plain scalar ``text`` (None: a string), as the loader does."""
-    for tag, pattern in _RESOLVERS.get(text[0], []):
-        if pattern.match(text):
-            return tag
-    for tag, pattern in _RESOLVERS.get(None, []):
-        if pattern.match(text):
-            return tag
-    return None
 
 
 def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
     if not block.strip():
         return {}
     try:
-        data = _simple(block)
+        data = _simple(block, plain=True)
+        if data is not None and len(block) < MAX_FRONTMATTER_NODES:
+            return data  # what ``_plain`` would make of it: a value or an item takes two characters at least
         if data is None:
+            at = placeholder_line(block)
+            if at is not None:  # (a template's: its load is known to fail there, and costs 10x the rest)
+                raise _unhashable_key(at)
             data = yaml.load(block, Loader=_Loader)
     except (yaml.YAMLError, RecursionError) as exc:
         if _nests_too_deep(block):  # refused as if it had loaded, whatever the YAML library's own limit
@@ -260,16 +157,28 @@ def _load_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
     return plain
 
 
+def _unhashable_key(line: int) -> yaml.YAMLError:
+    """What ``yaml.load`` raises for a block whose first placeholder is on ``line`` (``placeholder_line``)."""
+    mark = yaml.Mark("<unicode string>", 0, line, 0, None, 0)
+    return yaml.constructor.ConstructorError(
+        "while constructing a mapping", mark, "found unhashable key", mark
+    )
+
+
 def _recover_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
     """Parse each top-level ``key:`` section on its own so one bad line loses one field, not all."""
     starts = [m.start() for m in _TOP_LEVEL_KEY.finditer(block)] + [len(block)]
     recovered: dict[str, Any] = {}
     as_text: list[tuple[str, _AsText]] = []
     for start, end in itertools.pairwise(starts):
+        section = block[start:end]
         try:
-            part = _simple(block[start:end])  # (the fields of a template's bad block mostly are simple)
+            part = _simple(section, plain=True)  # (the fields of a template's bad block mostly are simple)
+            if part is not None and len(section) < MAX_FRONTMATTER_NODES:
+                recovered.update(part)  # (what ``_plain`` makes of it, as in ``_load_yaml``)
+                continue
             if part is None:
-                part = yaml.load(block[start:end], Loader=_Loader)
+                part = _load_section(section)
             if isinstance(part, dict):
                 budget = _Budget()
                 recovered.update(_plain(part, budget))
@@ -278,6 +187,29 @@ def _recover_yaml(block: str, diagnostics: list[Diagnostic]) -> dict[str, Any]:
             continue
     _report_as_text(as_text, diagnostics)
     return recovered
+
+
+# What YAML made of a bad block's section: the same few recur in every note made from one template
+# ("created: {{date}}"), and each costs a YAML load that fails. ``_plain`` copies what it reads from them.
+_SECTIONS: dict[str, Any] = {}
+_MAX_SECTIONS = 1_000
+_SECTION_CHARS = 200  # longer sections are not remembered
+_FAILED = object()
+
+
+def _load_section(section: str) -> Any:
+    """``yaml.load(section)``; ``_FAILED`` when it is not YAML."""
+    found = _SECTIONS.get(section, _SECTIONS)
+    if found is _SECTIONS:
+        try:
+            found = yaml.load(section, Loader=_Loader)
+        except yaml.YAMLError:
+            found = _FAILED
+        if len(section) <= _SECTION_CHARS:
+            if len(_SECTIONS) >= _MAX_SECTIONS:
+                _SECTIONS.clear()
+            _SECTIONS[section] = found
+    return found
 
 
 def _report_as_text(as_text: list[tuple[str, _AsText]], diagnostics: list[Diagnostic]) -> None:
