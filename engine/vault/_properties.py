@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["properties_text"]
@@ -43,34 +44,59 @@ def properties_text(frontmatter: dict[str, Any], body: str = "", *, web: bool = 
     for key, value in frontmatter.items():
         if not isinstance(key, str) or key.lower() in SKIPPED_KEYS:
             continue
-        shown = [
-            v for v in _shown(value, web) if not (len(v) > 40 and v in body) and len(v.split()) <= PROSE_WORDS
-        ]
+        if isinstance(value, str):  # (most values: one text)
+            text = _shown_text(value, web)
+            if text is not None and _kept(text, body):
+                lines.append(f"{key}: {text}")
+            continue
+        shown = [v for v in _shown(value, web) if _kept(v, body)]
         if shown:
             lines.append(f"{key}: {', '.join(shown)}")
     return "\n".join(lines)[:MAX_CHARS].strip()
 
 
+_FEW_WORDS_CHARS = 2 * PROSE_WORDS + 1  # shorter text holds at most PROSE_WORDS words
+
+
+def _kept(text: str, body: str) -> bool:
+    """Whether a value's ``text`` is no prose and not what the body says already."""
+    return not (len(text) > 40 and text in body) and (
+        len(text) < _FEW_WORDS_CHARS or len(text.split()) <= PROSE_WORDS
+    )
+
+
 def _shown(value: Any, web: bool = False) -> list[str]:
+    if isinstance(value, str):
+        text = _shown_text(value, web)
+        return [] if text is None else [text]
     if isinstance(value, list):
         out: list[str] = []
         for item in value[:MAX_VALUES]:
-            if not isinstance(item, (list, dict)):
+            if isinstance(item, str):
+                text = _shown_text(item, web)
+                if text is not None:
+                    out.append(text)
+            elif not isinstance(item, (list, dict)):
                 out += _shown(item, web)
         return out
     if isinstance(value, bool):
         return []  # a flag (publish, draft, mobile) is a setting; its key's word would rank the note
     if isinstance(value, (int, float, _dt.date)):
         return [value.isoformat() if isinstance(value, _dt.date) else str(value)]
-    if not isinstance(value, str):
-        return []  # nested mappings are settings more than facts
+    return []  # nested mappings are settings more than facts
+
+
+@lru_cache(maxsize=4096)  # (values repeat from note to note: a type, a status, a rating)
+def _shown_text(value: str, web: bool) -> str | None:
     text = " ".join(value.split())
     if web and _WEB.fullmatch(text):
-        return [text[:MAX_VALUE_CHARS]]
-    if not text or _URL.match(text):
-        return []
-    text = _WIKILINK.sub(_link_name, text).strip()
-    return [text[:MAX_VALUE_CHARS]] if text and not _FILE.search(text) else []
+        return text[:MAX_VALUE_CHARS]
+    # (each pattern needs what is looked for first: "//" or ":" for an address, "[[" a link, "." a file)
+    if not text or (("//" in text or ":" in text) and _URL.match(text)):
+        return None
+    if "[[" in text:
+        text = _WIKILINK.sub(_link_name, text).strip()
+    return text[:MAX_VALUE_CHARS] if text and not ("." in text and _FILE.search(text)) else None
 
 
 def _link_name(match: re.Match[str]) -> str:
