@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import re
 import tracemalloc
 from pathlib import Path, PurePosixPath
 
 import pytest
+from _crafted_notes import crafted_notes
 
 from engine.vault._model import Link, Note
 from engine.vault._parse import (
@@ -15,8 +18,12 @@ from engine.vault._parse import (
     HUGE_BYTES,
     INDEXED_BODY_CHARS,
     MAX_CHUNKS,
+    Chunk,
+    _paragraphs,
     _stem,
+    _without,
     indexed_text,
+    note_type,
     parse_for_index,
     parse_note,
     split_link_text,
@@ -1134,3 +1141,55 @@ def test_indexed_text_is_the_body_as_its_passages_hold_it() -> None:
     _, chunks = parse_for_index("n.md", body.encode())
     squash = lambda t: " ".join(t.split())  # noqa: E731
     assert squash(text) == squash(" ".join(c.text for c in chunks))
+
+
+# --- the index's way through a note, checked against the objects' -----------------------------------------
+
+
+def test_plain_parts_and_passages_are_the_notes_and_chunks() -> None:
+    for raw in crafted_notes():
+        note, chunks = parse_for_index("D/n.md", raw, mtime=2.0)
+        parts, passages = parse_for_index("D/n.md", raw, mtime=2.0, plain=True)
+        assert [Chunk(heading, trail, text) for trail, text, heading in passages] == chunks
+        assert (parts.title, parts.frontmatter, parts.body, parts.tags, parts.aliases, parts.hash) == (
+            note.title,
+            note.frontmatter,
+            note.body,
+            note.tags,
+            note.aliases,
+            note.hash,
+        )
+        assert (parts.size, parts.diagnostics) == (note.size, note.diagnostics)
+        assert [Link(*link) for link in parts.links] == note.links
+        assert [(h[0], h[1], h[3]) for h in parts.headings] == [
+            (h.level, h.text, h.offset) for h in note.headings
+        ]
+        assert note_type(parts.frontmatter) == note.type
+
+
+def test_note_type_is_the_notes_type_property() -> None:
+    for value in [None, "", "x", 3, 0, False, True, [], [""], ["a", "b"], [None], [0], {"a": 1}, 2.5]:
+        note = parse("x")
+        note.frontmatter = {"type": value}
+        assert note_type(note.frontmatter) == note.type
+    assert note_type({}) is None
+
+
+def test_paragraphs_split_where_the_lookbehind_pattern_split() -> None:
+    rng = random.Random(5)
+    pieces = ["\n", "\n", " ", "\t", "ab", "\r", "\x85", "\u2028", "\x0b", "\x1c"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert _paragraphs(text) == re.split(r"(?<=\n)\s*\n", text), repr(text)
+
+
+def test_without_skips_spans_that_end_before_the_range() -> None:
+    body = "0123456789" * 5
+    hidden = sorted([(0, 3), (2, 12), (5, 8), (20, 22), (21, 30), (35, 36), (40, 50)])
+    for start in range(0, 50, 3):
+        for end in range(start, 51, 4):
+            expected = _without(body, start, end, hidden)
+            first = 0
+            while first < len(hidden) and hidden[first][1] <= start:  # as ``_passages`` skips them
+                first += 1
+            assert _without(body, start, end, hidden, first) == expected

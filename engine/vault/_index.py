@@ -36,7 +36,7 @@ from ._index_db import (
 from ._index_db import check_fts5 as _check_fts5  # noqa: F401 (the tests reach it here)
 from ._links import LinkRow, aliases_of, index_file, index_new_files, link_rows, resolve_pending
 from ._lock import build_lock
-from ._parse import parse_for_index
+from ._parse import note_type, parse_for_index, read_file
 from ._refresh import quick_scan
 from ._scan import FileEntry, ScanResult, scan_vault, stream_vault
 
@@ -457,10 +457,8 @@ class _Parsed(NamedTuple):
 
 def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
     root, entry, old_hash = job
-    full = os.path.join(root, entry.path)
     try:
-        with open(full, "rb") as fh:
-            raw = fh.read()
+        raw = read_file(os.path.join(root, entry.path), entry.size)
     except OSError as exc:
         raw = b""
         unreadable = f"cannot read file: {exc.strerror}"
@@ -468,40 +466,37 @@ def _parse_one(job: tuple[str, FileEntry, str | None]) -> _Parsed:
         unreadable = ""
     if old_hash is not None and not unreadable and hashlib.sha256(raw).hexdigest() == old_hash:
         return _Parsed(entry, old_hash, None, ("", "", "", "", ""), [], [], [], [], [])
-    note, chunks = parse_for_index(entry.path, raw, mtime=entry.mtime_ns / 1e9)
+    note, passages = parse_for_index(entry.path, raw, mtime=entry.mtime_ns / 1e9, plain=True)
     diagnostics = [d.__dict__ for d in note.diagnostics]
     if unreadable:
         diagnostics.append({"code": "unreadable", "message": unreadable, "severity": "error"})
-    frontmatter = note.frontmatter
+    frontmatter, title, tags, aliases = note.frontmatter, note.title, note.tags, note.aliases
     row = (
         note.hash,
-        note.title,
-        note.type,
-        _dumps(note.tags),
-        _dumps(note.aliases),
+        title,
+        note_type(frontmatter) if frontmatter else None,
+        _dumps(tags),
+        _dumps(aliases),
         _dumps(frontmatter),
         _dumps(diagnostics),
     )
     title_extra = frontmatter.get("title") if frontmatter else None
     extra = [str(title_extra)] if title_extra else []
-    aliases = " ; ".join([*note.aliases, *extra]) if note.aliases or extra else ""
-    props = _props(frontmatter) if frontmatter else ""
-    names = (note.title, aliases, " ".join(note.tags), " ; ".join(h.text for h in note.headings), props)
+    names = (
+        title,
+        " ; ".join([*aliases, *extra]) if aliases or extra else "",
+        " ".join(tags),
+        " ; ".join([heading[1] for heading in note.headings]),
+        _props(frontmatter) if frontmatter else "",
+    )
     stem = entry.path.rsplit("/", 1)[-1]
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    keys = {name_key(n) for n in (stem, note.title, *note.aliases, *extra)}
+    if stem == title and not aliases and not extra:  # (most notes: one name)
+        keys = {name_key(title)}
+    else:
+        keys = {name_key(n) for n in (stem, title, *aliases, *extra)}
     keys.discard("")
-    return _Parsed(
-        entry,
-        note.hash,
-        row,
-        names,
-        [(c.trail, c.text, c.heading) for c in chunks],
-        note.tags,
-        sorted(keys),
-        note.aliases,
-        link_rows(note.links),
-    )
+    return _Parsed(entry, note.hash, row, names, passages, tags, sorted(keys), aliases, link_rows(note.links))
 
 
 def _everything(path: str) -> bool:
@@ -514,6 +509,9 @@ def _props(frontmatter: dict[str, Any]) -> str:
     for key, value in frontmatter.items():
         if str(key).lower() in _NOT_PROPS:
             continue
+        if isinstance(value, str):  # (most values)
+            lines.append(f"{key}: " + value.replace("[[", "").replace("]]", ""))
+            continue
         values = value if isinstance(value, list) else [value]
         shown = [str(v) for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
         if shown:
@@ -521,13 +519,24 @@ def _props(frontmatter: dict[str, Any]) -> str:
     return "\n".join(lines)[:_PROPS_CHARS]
 
 
-# One encoder for every value: ``json.dumps`` with options builds a new encoder on each call.
+# One encoder for every value: ``json.dumps`` with options builds a new encoder on each call, and so does
+# ``JSONEncoder.encode`` (its C encoder, ``_ENCODE`` here, made with the arguments ``iterencode`` gives it,
+# when the ``json`` module has one that takes them; without a check for cycles: a note's values have none).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+try:
+    _ENCODE: Any = _MAKE_ENCODER and _MAKE_ENCODER(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+except TypeError:
+    _ENCODE = None
 
 
 def _dumps(value: object) -> str:
     if not value and isinstance(value, (list, dict)):  # most notes: no aliases, no diagnostics
         return "[]" if isinstance(value, list) else "{}"
+    if _ENCODE is not None and isinstance(value, (list, dict)):
+        return "".join(_ENCODE(value, 0))
     return _ENCODER.encode(value)
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 from ._graph import LinkGraph, Resolver, UnresolvedLink, add_link_edge
-from ._model import Link
-from ._parse import RELATION_FIELDS
+from ._parse import RELATION_FIELDS, LinkParts
 
 __all__ = [
     "LINK_SCHEMA",
@@ -61,23 +61,18 @@ LinkRow = tuple[str, str, int, str, int, str | None]
 Query = Callable[[str, tuple[Any, ...] | list[Any]], list[tuple[Any, ...]]]
 
 
+@lru_cache(maxsize=8192)  # (a vault links to some of its notes from many others)
 def tail_key(target: str) -> str:
     """What a link target or file name is filed under: its last path component, lower-cased, no ``.md``."""
     low = target.strip().replace("\\", "/").lower().rsplit("/", 1)[-1]
     return low[:-3] if low.endswith(".md") else low
 
 
-def link_rows(links: Iterable[Link]) -> list[LinkRow]:
+def link_rows(links: Iterable[LinkParts]) -> list[LinkRow]:
+    """A note's links (as ``read_note`` reads them) as stored."""
     return [
-        (
-            link.target,
-            tail_key(link.target),
-            link.line,
-            link.kind,
-            1 if link.embed else 0,
-            link.field if link.field in RELATION_FIELDS else None,
-        )
-        for link in links
+        (target, tail_key(target), line, kind, 1 if embed else 0, field if field in RELATION_FIELDS else None)
+        for target, _heading, _block, _alias, embed, kind, field, line in links
     ]
 
 

@@ -1,25 +1,31 @@
 """Parse one Obsidian note from bytes, tolerantly: a broken note still loads, with a diagnostic.
 
-What counts as a link, tag, heading or block id follows Obsidian: nothing inside fenced code, inline
-code or ``%% comments %%``; ``\\|`` inside a table cell separates a link's target from its alias. An
-HTML comment (``<!-- ... -->``) holds no heading either, and its text is not indexed: a reader never sees
-it (templates keep their unused placeholders there: a heading or a "Sponsor this author" line each of
-thousands of notes hides). Links, tags and block ids in it count, as Obsidian counts them.
+What counts as a link, tag, heading or block id is read in ``_read`` (the Obsidian rules are described
+there). An HTML comment's text is not indexed: a reader never sees it (templates keep their unused
+placeholders there: a heading or a "Sponsor this author" line each of thousands of notes hides).
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import Any
-from urllib.parse import unquote
+from itertools import islice, pairwise
+from typing import Any, Literal, overload
 
-from ._frontmatter import split_frontmatter
 from ._masking import unseen
-from ._model import Diagnostic, Heading, Link, Note
+from ._model import Heading, Link, Note
 from ._properties import properties_text
+from ._read import (
+    HUGE_BYTES,
+    INDEXED_BODY_CHARS,
+    RELATION_FIELDS,
+    LinkParts,
+    NoteParts,
+    read_file,
+    read_note,
+    split_link_text,
+)
+from ._read import _stem as _stem  # (the tests reach it here)
 
 __all__ = [
     "CHUNK_CHARS",
@@ -28,40 +34,27 @@ __all__ = [
     "MAX_CHUNKS",
     "RELATION_FIELDS",
     "Chunk",
+    "LinkParts",
+    "NoteParts",
+    "Passage",
     "indexed_text",
+    "note_type",
     "parse_for_index",
     "parse_note",
+    "read_file",
     "split_link_text",
 ]
 
-HUGE_BYTES = 1_000_000
-INDEXED_BODY_CHARS = 1_000_000
-MAX_PARSE_CHARS = 8_000_000
 CHUNK_CHARS = 1_200  # long sections are cut into passages of about this size
 MAX_CHUNKS = 1_000  # passages per note; the rest joins the last one
 _MIN_CHUNK = 40
-RELATION_FIELDS = ("derived_from", "supports", "contradicts", "references", "part_of")
 
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-_MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
-# The same link found by its bracket ("!" before it makes it an embed), tried only at each "[" (~8x faster).
-_MDLINK_BRACKETS = re.compile(r"\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-# Both start with their literal ("#", "^") and look behind it for what may not precede it: the regex
-# engine then jumps from one "#" to the next instead of trying the lookbehind at every character
-# (about 30x faster on a note).
-_TAG = re.compile(r"#(?<![\w/#&\\\[|]#)([^\W\d][\w/-]*|\d+[^\W\d][\w/-]*)")
-_HEADING = re.compile(r"(#(?<![^\n]#)#{0,5})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.M)  # "#" at a line's start
-# A wikilink found by its brackets ("!" before them makes it an embed): a pattern that opens with the
-# optional "!" is tried at every character, this one only at each "[[" (about 7x faster on a note).
-_WIKILINK_BRACKETS = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
-_BLOCK_ID = re.compile(r"\^(?<![^ \t\n]\^)([A-Za-z0-9-]+)[ \t]*$", re.M)  # at a line's start or after a blank
-_BLOCK_SUFFIX = re.compile(r"\s+\^[A-Za-z0-9-]+$")
+Passage = tuple[str, str, "str | None"]  # a ``Chunk`` as the index stores it: trail, text, heading
 
 
 def parse_note(path: str, raw: bytes, *, mtime: float = 0.0) -> Note:
     """Parse a note's bytes. ``path`` is vault-relative and POSIX."""
-    return _parse(path, raw, mtime)[0]
+    return _note(path, read_note(path, raw), mtime)
 
 
 @dataclass(frozen=True)
@@ -73,59 +66,43 @@ class Chunk:
     text: str
 
 
-def parse_for_index(path: str, raw: bytes, *, mtime: float = 0.0) -> tuple[Note, list[Chunk]]:
-    """Parse a note and cut the text worth indexing into passages.
+@overload
+def parse_for_index(
+    path: str, raw: bytes, *, mtime: float = 0.0, plain: Literal[False] = False
+) -> tuple[Note, list[Chunk]]: ...
+
+
+@overload
+def parse_for_index(
+    path: str, raw: bytes, *, mtime: float = 0.0, plain: Literal[True]
+) -> tuple[NoteParts, list[Passage]]: ...
+
+
+def parse_for_index(
+    path: str, raw: bytes, *, mtime: float = 0.0, plain: bool = False
+) -> tuple[Note, list[Chunk]] | tuple[NoteParts, list[Passage]]:
+    """Parse a note and cut the text worth indexing into passages; ``plain``: the note's parts and the
+    passages as plain values, as the index keeps them (objects cost more than a short note's parse; the
+    parts' headings have no line numbers and there are no block ids: see ``read_note``).
 
     The indexed text leaves out what a reader of the note never sees: ``%% comments %%`` (Excalidraw keeps
     whole drawings there) and HTML comments, an image's address (``![alt](address)`` is indexed as its
     alt text: a plugin note's badges were a passage of image addresses) and HTML tags (their content
     stays). It stops at ``INDEXED_BODY_CHARS``.
     """
-    note, hidden = _parse(path, raw, mtime, markup=True)
-    body = note.body
-    hidden.sort()
-    sections: list[tuple[int, int, list[str]]] = []  # (start, end, heading chain)
-    chain: list[tuple[int, str]] = []
-    bounds = [(h.offset, h.level, h.text) for h in note.headings]
-    first = bounds[0][0] if bounds else len(body)
-    if first > 0:
-        sections.append((0, first, []))
-    for i, (offset, level, text) in enumerate(bounds):
-        chain = [c for c in chain if c[0] < level] + [(level, text)]
-        end = bounds[i + 1][0] if i + 1 < len(bounds) else len(body)
-        sections.append((offset, end, [t for _, t in chain]))
-    chunks: list[Chunk] = []
-    budget = INDEXED_BODY_CHARS
-    carry = ""
-    for start, end, trail in sections:
-        text = carry + _without(body, start, end, hidden)
-        carry = ""
-        if len(text.strip()) < _MIN_CHUNK and (start, end, trail) != sections[-1]:
-            carry = text + "\n"  # a heading with (almost) nothing under it joins the next section
-            continue
-        text = text[:budget]
-        budget -= len(text)
-        heading = trail[-1] if trail else None
-        for piece in _split_long(text):
-            if piece.strip():
-                chunks.append(Chunk(heading, " > ".join(trail), piece))
-        if budget <= 0:
-            break
-    properties = properties_text(note.frontmatter, note.body)
-    if properties:  # the facts kept in properties lead the note's first passage, as Obsidian shows them
-        if chunks and chunks[0].heading is None:
-            chunks[0] = Chunk(None, chunks[0].trail, properties + "\n" + chunks[0].text)
-        else:
-            chunks.insert(0, Chunk(None, "", properties))
-    if len(chunks) > MAX_CHUNKS:
-        tail = "\n".join(c.text for c in chunks[MAX_CHUNKS - 1 :])
-        chunks = [
-            *chunks[: MAX_CHUNKS - 1],
-            Chunk(chunks[MAX_CHUNKS - 1].heading, chunks[MAX_CHUNKS - 1].trail, tail),
-        ]
-    if not chunks:
-        chunks.append(Chunk(None, "", ""))
-    return note, chunks
+    parts = read_note(path, raw, markup=True, lines=not plain)
+    passages = _passages(parts)
+    if plain:
+        return parts, passages
+    return _note(path, parts, mtime), [Chunk(heading, trail, text) for trail, text, heading in passages]
+
+
+def note_type(frontmatter: dict[str, Any]) -> str | None:
+    """``Note.type`` of a note with this frontmatter."""
+    value = frontmatter.get("type")
+    if isinstance(value, list) and value:
+        value = value[0]
+    return str(value) if value not in (None, "") else None
 
 
 def indexed_text(body: str) -> str:
@@ -135,13 +112,104 @@ def indexed_text(body: str) -> str:
     return _without(body, 0, len(body), hidden)
 
 
-def _without(body: str, start: int, end: int, hidden: list[tuple[int, int]]) -> str:
-    """``body[start:end]`` with the hidden spans (comments) cut out."""
+def _note(path: str, parts: NoteParts, mtime: float) -> Note:
+    return Note(
+        path=path,
+        title=parts.title,
+        frontmatter=parts.frontmatter,
+        body=parts.body,
+        links=[Link(*link) for link in parts.links],
+        tags=parts.tags,
+        headings=[Heading(*heading) for heading in parts.headings],
+        aliases=parts.aliases,
+        blocks=parts.blocks,
+        hash=parts.hash,
+        mtime=mtime,
+        size=parts.size,
+        diagnostics=parts.diagnostics,
+    )
+
+
+def _passages(parts: NoteParts) -> list[Passage]:
+    """The note's passages: its sections (a heading with almost nothing under it joins the next one),
+    long ones cut, its properties leading the first."""
+    body = parts.body
+    hidden = sorted(parts.hidden) if parts.hidden else None
+    skipped = 0  # the hidden spans before it end before the section
+    headings = parts.headings
+    # (start, end, heading level, heading text); level 0: the text before the first heading
+    sections = [(h[3], next_h[3], h[0], h[1]) for h, next_h in pairwise(headings)]
+    if headings:
+        sections.append((headings[-1][3], len(body), headings[-1][0], headings[-1][1]))
+    first = headings[0][3] if headings else len(body)
+    if first > 0:
+        sections.insert(0, (0, first, 0, ""))
+    last = len(sections) - 1
+    levels: list[int] = []  # the heading chain above the section, by level (rising) and text
+    titles: list[str] = []
+    passages: list[Passage] = []
+    budget = INDEXED_BODY_CHARS
+    carry = ""
+    for i, (start, end, level, title) in enumerate(sections):
+        if level:
+            while levels and levels[-1] >= level:
+                levels.pop()
+                titles.pop()
+            levels.append(level)
+            titles.append(title)
+        if hidden is None:
+            text = body[start:end]
+        else:
+            while skipped < len(hidden) and hidden[skipped][1] <= start:
+                skipped += 1  # (a span that ends before this section ends before every later one)
+            if skipped < len(hidden) and hidden[skipped][0] < end:
+                text = _without(body, start, end, hidden, skipped)
+            else:
+                text = body[start:end]  # (the spans after ``skipped`` start after the section)
+        if carry:
+            text = carry + text
+            carry = ""
+        stripped = text.strip()
+        if i != last and len(stripped) < _MIN_CHUNK:
+            carry = text + "\n"  # a heading with (almost) nothing under it joins the next section
+            continue
+        if len(text) > budget:
+            text = text[:budget]
+            stripped = text.strip()
+        budget -= len(text)
+        heading, trail = (titles[-1], " > ".join(titles)) if level else (None, "")
+        if len(text) <= CHUNK_CHARS:
+            if stripped:
+                passages.append((trail, text, heading))
+        else:
+            passages += [(trail, piece, heading) for piece in _split_long(text) if piece.strip()]
+        if budget <= 0:
+            break
+    properties = properties_text(parts.frontmatter, body) if parts.frontmatter else ""
+    if properties:  # the facts kept in properties lead the note's first passage, as Obsidian shows them
+        if passages and passages[0][2] is None:
+            passages[0] = (passages[0][0], properties + "\n" + passages[0][1], None)
+        else:
+            passages.insert(0, ("", properties, None))
+    if len(passages) > MAX_CHUNKS:
+        tail = "\n".join(p[1] for p in passages[MAX_CHUNKS - 1 :])
+        kept = passages[MAX_CHUNKS - 1]
+        passages = [*passages[: MAX_CHUNKS - 1], (kept[0], tail, kept[2])]
+    if not passages:
+        passages.append(("", "", None))
+    return passages
+
+
+def _without(body: str, start: int, end: int, hidden: list[tuple[int, int]], first: int = 0) -> str:
+    """``body[start:end]`` with the ``hidden`` spans (sorted; those before ``first`` end before ``start``)
+    cut out."""
     if not hidden:
         return body[start:end]
     parts, pos = [], start
-    for h_start, h_end in hidden:
-        if h_end <= pos or h_start >= end:
+    for h_start, h_end in islice(hidden, first, None):
+        if h_start >= end:
+            break  # (and every span after it)
+        if h_end <= pos:
             continue
         parts.append(body[pos : max(pos, h_start)])
         pos = max(pos, min(h_end, end))
@@ -149,12 +217,23 @@ def _without(body: str, start: int, end: int, hidden: list[tuple[int, int]]) -> 
     return " ".join(parts)
 
 
+# A blank line (or lines): where a paragraph ends (its first line break stays with it).
+_BLANK_LINES = re.compile(r"\n\s*\n")
+
+
+def _paragraphs(text: str) -> list[str]:
+    """``re.split(r"(?<=\\n)\\s*\\n", text)``: the same splits, found from each line break (a pattern that
+    opens with a lookbehind is tried at every character, about 3x slower)."""
+    pieces = _BLANK_LINES.split(text)
+    return [piece + "\n" for piece in pieces[:-1]] + pieces[-1:]
+
+
 def _split_long(text: str) -> list[str]:
     if len(text) <= CHUNK_CHARS:
         return [text]
     pieces: list[str] = []
     current = ""
-    for para in re.split(r"(?<=\n)\s*\n", text):
+    for para in _paragraphs(text):
         while len(para) > CHUNK_CHARS:
             cut = para.rfind(" ", 0, CHUNK_CHARS)
             cut = cut if cut > CHUNK_CHARS // 2 else CHUNK_CHARS
@@ -170,224 +249,3 @@ def _split_long(text: str) -> list[str]:
     if current.strip():
         pieces.append(current)
     return pieces
-
-
-def _parse(path: str, raw: bytes, mtime: float, markup: bool = False) -> tuple[Note, list[tuple[int, int]]]:
-    """The note, and the spans of its body a reader never sees (comments; with ``markup``, also image
-    addresses and HTML tags): what the index leaves out."""
-    diagnostics: list[Diagnostic] = []
-    size = len(raw)
-    digest = hashlib.sha256(raw).hexdigest()
-    title = _stem(path)
-    text = _decode(raw, diagnostics)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")  # CRLF files: headings, fences and block ids end at "\n"
-    if len(text) > MAX_PARSE_CHARS:
-        diagnostics.append(
-            Diagnostic(
-                "truncated",
-                f"note has {len(text):,} characters; only the first {MAX_PARSE_CHARS:,} were parsed",
-                "warning",
-            )
-        )
-        text = text[:MAX_PARSE_CHARS]
-    if size >= HUGE_BYTES:
-        diagnostics.append(
-            Diagnostic(
-                "huge",
-                f"note is {size / 1e6:.1f} MB; the search index keeps its first "
-                f"{INDEXED_BODY_CHARS // 1000:,} thousand characters",
-                "info",
-            )
-        )
-
-    frontmatter, body, body_line = split_frontmatter(text, diagnostics)
-    if not text.strip():
-        diagnostics.append(Diagnostic("empty", "note is empty", "info"))
-    elif not body.strip() and frontmatter:
-        diagnostics.append(Diagnostic("frontmatter_only", "note has frontmatter but no body", "info"))
-
-    masked, visible, comments = unseen(body, markup)
-    line_of = _LineCounter(body, body_line)
-    links = _body_links(masked, line_of)
-    links.extend(_frontmatter_links(frontmatter))
-    has_hash = "#" in masked
-    headings = [
-        Heading(len(m.group(1)), _strip_block(m.group(2)), line_of(m.start()), m.start())
-        for m in (_HEADING.finditer(visible) if has_hash else ())
-    ]
-    blocks = {m.group(1): line_of(m.start(1)) for m in _BLOCK_ID.finditer(masked)} if "^" in masked else {}
-    inline_tags: list[str] = []
-    if has_hash:
-        # "[[#Heading]]" and "[x](#heading)" are links, not tags; "[" before "#" is excluded by _TAG.
-        tag_text = _MDLINK.sub(" ", masked) if "](#" in masked else masked
-        if "|" in tag_text and "[[" in tag_text:  # nor is "#x" in a link's display text "[[Note|about #x]]"
-            tag_text = _WIKILINK_BRACKETS.sub(" ", tag_text)  # (an embed's "!" left: no tag needs it)
-        inline_tags = [m.group(1).lower() for m in _TAG.finditer(tag_text)]
-    tags = _unique(inline_tags + _frontmatter_list(frontmatter, "tags", "tag"))
-    tags = [t.lstrip("#") for t in tags if t.lstrip("#")]
-    aliases = _frontmatter_list(frontmatter, "aliases", "alias")
-    note = Note(
-        path=path,
-        title=title,
-        frontmatter=frontmatter,
-        body=body,
-        links=links,
-        tags=_unique(tags),
-        headings=headings,
-        aliases=aliases,
-        blocks=blocks,
-        hash=digest,
-        mtime=mtime,
-        size=size,
-        diagnostics=diagnostics,
-    )
-    return note, comments
-
-
-def _stem(path: str) -> str:
-    """``PurePosixPath(path).stem``, from the string: a path object costs more than the rest of a short
-    note's name handling. Odd paths (empty, ``//``, a trailing ``/`` or ``.``) are left to pathlib."""
-    name = path.rpartition("/")[2]
-    if not name or name == "." or "//" in path or path.endswith("/"):
-        return PurePosixPath(path).stem
-    dot = name.rfind(".")
-    return name[:dot] if 0 < dot < len(name) - 1 else name
-
-
-# --- decoding and frontmatter ------------------------------------------------------------------------
-
-
-def _strip_block(heading: str) -> str:
-    return _BLOCK_SUFFIX.sub("", heading) if "^" in heading else heading
-
-
-def _decode(raw: bytes, diagnostics: list[Diagnostic]) -> str:
-    if b"\x00" in raw[:8192]:
-        diagnostics.append(
-            Diagnostic("binary", "file holds binary data (NUL bytes); content skipped", "error")
-        )
-        return ""
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        diagnostics.append(
-            Diagnostic(
-                "non_utf8",
-                f"not valid UTF-8 (first bad byte at offset {exc.start}); undecodable bytes replaced",
-                "warning",
-            )
-        )
-        return raw.decode("utf-8", errors="replace")
-
-
-def _frontmatter_list(frontmatter: dict[str, Any], *keys: str) -> list[str]:
-    out: list[str] = []
-    for key in keys:
-        value = frontmatter.get(key)
-        if isinstance(value, str):
-            parts = [p for p in re.split(r"[,\s]+", value) if p] if key.startswith("tag") else [value]
-        elif isinstance(value, list):
-            parts = [str(v) for v in value if v not in (None, "")]
-        else:
-            continue
-        out.extend(p.strip() for p in parts if p.strip())
-    if keys[0] == "tags":
-        out = [p.lstrip("#").lower() for p in out]
-    return _unique(out)
-
-
-# --- links -----------------------------------------------------------------------------------------------
-
-
-class _LineCounter:
-    """Maps body offsets to 1-based file lines; offsets must be asked for in increasing order."""
-
-    def __init__(self, body: str, first_line: int) -> None:
-        self.body = body
-        self.pos = 0
-        self.line = first_line
-
-    def __call__(self, offset: int) -> int:
-        if offset < self.pos:
-            self.pos, self.line = 0, self.line - self.body.count("\n", 0, self.pos)
-        self.line += self.body.count("\n", self.pos, offset)
-        self.pos = offset
-        return self.line
-
-
-def split_link_text(inner: str) -> tuple[str, str | None, str | None, str | None]:
-    """Split the inside of ``[[...]]`` into (target, heading, block, alias)."""
-    alias: str | None = None
-    if "|" in inner:
-        head, _, alias = inner.partition("|")
-        head = head[:-1] if head.endswith("\\") else head
-        inner = head
-        alias = alias.strip() or None
-    target, _, sub = inner.partition("#")
-    heading: str | None = None
-    block: str | None = None
-    sub = sub.strip()
-    if sub.startswith("^"):
-        block = sub[1:] or None
-    elif sub:
-        heading = sub.split("#")[-1].strip() or None
-    return target.strip(), heading, block, alias
-
-
-def _body_links(masked: str, line_of: _LineCounter) -> list[Link]:
-    found: list[tuple[int, Link]] = []
-    if "[[" in masked:
-        for m in _WIKILINK_BRACKETS.finditer(masked):
-            target, heading, block, alias = split_link_text(m.group(1))
-            start = m.start()
-            embed = start > 0 and masked[start - 1] == "!"
-            found.append((start - embed, Link(target, heading, block, alias, embed=embed)))
-    if "](" in masked:
-        for m in _MDLINK_BRACKETS.finditer(masked):
-            url = m.group(2).strip("<>")
-            if _SCHEME.match(url) or (url.startswith("#") and len(url) == 1):
-                continue
-            path, _, sub = unquote(url).partition("#")
-            heading = block = None
-            if sub.startswith("^"):
-                block = sub[1:]
-            elif sub:
-                heading = sub
-            start = m.start()
-            embed = start > 0 and masked[start - 1] == "!"
-            found.append(
-                (start - embed, Link(path, heading, block, m.group(1) or None, embed=embed, kind="markdown"))
-            )
-    found.sort(key=lambda item: item[0])
-    for offset, link in found:
-        link.line = line_of(offset)
-    return [link for _, link in found]
-
-
-def _frontmatter_links(frontmatter: dict[str, Any]) -> list[Link]:
-    links: list[Link] = []
-
-    def walk(key: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for v in value.values():
-                walk(key, v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(key, v)
-        elif isinstance(value, str):
-            # (found by its brackets, and only in a value that has them: most values are plain words)
-            matches = list(_WIKILINK_BRACKETS.finditer(value)) if "[[" in value else []
-            for m in matches:
-                target, heading, block, alias = split_link_text(m.group(1))
-                links.append(Link(target, heading, block, alias, kind="frontmatter", field=key))
-            if not matches and key in RELATION_FIELDS and value.strip() and not _SCHEME.match(value.strip()):
-                links.append(Link(value.strip(), kind="frontmatter", field=key))
-
-    for key, value in frontmatter.items():
-        walk(key, value)
-    return links
-
-
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
