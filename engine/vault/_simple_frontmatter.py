@@ -47,16 +47,10 @@ def _simple(block: str, *, plain: bool = False) -> dict[str, Any] | None:
     data: dict[str, Any] = {}
     key: str | None = None  # the key whose list is being read
     indent: str | None = None
-    lines = _LINES
     for line in block.split("\n"):
         if not line:
             continue
-        read = lines.get(line)
-        if read is None:
-            read = _read_line(line)
-            if len(lines) >= _MAX_LINES:
-                lines.clear()
-            lines[line] = read
+        read = _LINES.get(line) or _remember(line)
         kind = read[0]
         if kind == _ITEM:
             if key is None or (indent is not None and read[1] != indent):
@@ -88,6 +82,14 @@ _LIST_FOLLOWS = object()  # ``key:`` with nothing after it: a list may follow
 _NOT_A_LINE: tuple[Any, ...] = (_OTHER,)
 _LINES: dict[str, tuple[Any, ...]] = {}
 _MAX_LINES = 20_000  # remembered at most (then forgotten all at once)
+
+
+def _remember(line: str) -> tuple[Any, ...]:
+    """``_read_line(line)``, kept in ``_LINES``: a template's lines recur from note to note."""
+    if len(_LINES) >= _MAX_LINES:
+        _LINES.clear()
+    read = _LINES[line] = _read_line(line)
+    return read
 
 
 def _read_line(line: str) -> tuple[Any, ...]:
@@ -185,7 +187,6 @@ def placeholder_line(block: str) -> int | None:
     first: int | None = None
     key: str | None = None  # the key whose list may follow
     indent: str | None = None
-    lines = _LINES
     for i, line in enumerate(block.split("\n")):
         if not line:
             continue
@@ -195,12 +196,7 @@ def placeholder_line(block: str) -> int | None:
                 first = i
             key, indent = None, None
             continue
-        read = lines.get(line)
-        if read is None:
-            read = _read_line(line)
-            if len(lines) >= _MAX_LINES:
-                lines.clear()
-            lines[line] = read
+        read = _LINES.get(line) or _remember(line)
         if read[0] == _ITEM:
             if key is None or (indent is not None and read[1] != indent):
                 return None
