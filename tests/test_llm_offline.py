@@ -317,6 +317,35 @@ def test_a_clause_that_points_back_depends_on_the_one_before_it() -> None:
     )
 
 
+def test_a_clause_that_points_back_with_a_pronoun_is_searched_and_answered_with_its_antecedent() -> None:
+    """ "..., and how do they differ?" searched alone finds notes that say "different"; it is about what the
+    clause before it asked for. A step handed what the one before found keeps its own words."""
+    goal = "Which plugins help me write math in Obsidian, and how do they differ?"
+    inputs = {"task": "how do they differ?", "goal": goal, "api": "...", "hints": []}
+    script = _complete("script", inputs).text
+    queries = ast.literal_eval(re.search(r"^QUERIES = (.*)$", script, re.M).group(1))
+    assert queries[0].startswith("Which plugins help me write math in Obsidian")
+    assert not any("differ" in q for q in queries)
+    handed = _complete("script", {**inputs, "findings": ["- gather: Quick Latex ..."]}).text
+    assert ast.literal_eval(re.search(r"^QUERIES = (.*)$", handed, re.M).group(1)) == ["how do they differ?"]
+    context = [
+        {
+            "path": "People/different-ai.md",
+            "heading": None,
+            "citation": "[[People/different-ai]]",
+            "text": "Benjamin works on many different projects in different places.",
+        },
+        {
+            "path": "Plugins/quick-latex.md",
+            "heading": None,
+            "citation": "[[Plugins/quick-latex]]",
+            "text": "Quick Latex: speeds up writing math with auto fraction and matrix shortcuts.",
+        },
+    ]
+    text = _complete("answer", {"task": "how do they differ?", "goal": goal, "context": context}).text
+    assert "[[Plugins/quick-latex]]" in text and "different-ai" not in text
+
+
 # --- synthesize -----------------------------------------------------------------------------------------
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine import strategies
-from engine.strategies import stage_subject
+from engine.strategies import antecedent, stage_subject
 from engine.text import STOP_WORDS
 
 GOAL = "Compare light roasts versus dark roasts for espresso"
@@ -50,3 +50,22 @@ def test_a_strategy_registered_later_has_its_wording_taken_off_too(monkeypatch: 
 
 def test_versus_is_no_word_to_search_for() -> None:
     assert {"versus", "vs"} <= STOP_WORDS
+
+
+def test_a_clause_that_points_back_with_a_pronoun_has_the_clause_before_it_as_antecedent() -> None:
+    goal = "Which plugins help me write math in Obsidian, and how do they differ?"
+    assert antecedent("how do they differ?", goal) == "Which plugins help me write math in Obsidian"
+    assert antecedent("How do  they differ", goal) == "Which plugins help me write math in Obsidian"
+    assert antecedent("Which plugins help me write math in Obsidian", goal) == ""  # the first clause
+    assert antecedent("how do they differ?", "") == ""
+    assert antecedent("how do they differ?", "Which plugins help me write math?") == ""  # not a clause of it
+    # "that developer" names another note (the step before hands over what it found), and a relative
+    # "that" points back at nothing
+    assert (
+        antecedent(
+            "what website does that developer list?", "Who made X, and what website does that developer list?"
+        )
+        == ""
+    )
+    goal = "Which technique is listed for pipelines, and how do CPUs cope with an instruction that stalls?"
+    assert antecedent("how do CPUs cope with an instruction that stalls?", goal) == ""

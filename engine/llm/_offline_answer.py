@@ -19,6 +19,7 @@ from ._offline_text import (
     table_header,
     terms,
     wanted_answers,
+    with_antecedent,
 )
 from ._procedure import procedure
 
@@ -61,6 +62,8 @@ def answer(inputs: dict[str, Any]) -> str:
     # developer" points at.
     cited = {c for c in inputs.get("referents") or () if isinstance(c, str)}
     referents = frozenset(k for k, i in enumerate(items) if i["citation"] in cited)
+    if not referents:  # "..., and how do they differ?" is about what the clause before it asked for
+        task = with_antecedent(task, goal)
     pairs = [(i["label"], i["text"]) for i in items]
     # A question that names its subject ("the GitHub user Artel250") is answered from the named note and
     # the notes linked with it, before notes that only share its other words ("AI assistant").

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..strategies import antecedent
 from ..text import AUXILIARIES, STOP_WORDS, parse_query, stem, stems_of
 from ._offline_subject import NO_SUBJECT, Subject
 from ._offline_units import BLOCK_ID as _BLOCK_ID
@@ -126,6 +127,24 @@ def estimate_tokens(text: str) -> int:
 # Words a note's properties use for what a question calls otherwise: "url: https://stephango.com/" is
 # the "personal website" asked for.
 _SAME_STEM = {"url": "websit", "homepag": "websit", "site": "websit"}
+
+
+# Words that ask how the things an earlier clause found relate ("how do they differ?"), not what a passage
+# about them holds: a passage that says "different" is not the answer.
+_RELATING = frozenset(
+    stem(w) for w in ("compare", "comparison", "contrast", "differ", "difference", "similar")
+)
+
+
+def with_antecedent(task: str, goal: str) -> str:
+    """``task`` made to stand alone when it is a clause of ``goal`` that points back at the one before it
+    (``antecedent``): that clause, then the task's words that do not ask how things relate. "Which plugins
+    help me write math, and how do they differ?": its second step is about the math plugins."""
+    lead = antecedent(task, goal)
+    if not lead:
+        return task
+    own = [w for w in task.split() if stem(w.strip("?!.,;:").lower()) not in _RELATING]
+    return " ".join([lead, *own])
 
 
 def terms(text: str) -> list[str]:

@@ -41,7 +41,15 @@ from ._base import LLMRequest, LLMResponse, ProviderError
 from ._offline_answer import MAX_PASSAGES, NOTHING_FOUND, answer
 from ._offline_script import retrieval_script
 from ._offline_text import as_text as _str
-from ._offline_text import clip, estimate_tokens, norm_key, split_sentences, stream_text, terms
+from ._offline_text import (
+    clip,
+    estimate_tokens,
+    norm_key,
+    split_sentences,
+    stream_text,
+    terms,
+    with_antecedent,
+)
 from ._offline_units import CODE_SPAN
 
 __all__ = ["JUDGE_THRESHOLD", "MAX_PASSAGES", "MODEL", "NOTHING_FOUND", "OfflineProvider"]
@@ -104,6 +112,8 @@ class OfflineProvider:
             return reconcile(inputs), None
         if purpose == "script":
             task = stage_subject(_str(inputs.get("task")))  # a strategy's wording off; a model's kept
+            if not inputs.get("findings"):  # (a step handed what the one before found has its subject)
+                task = with_antecedent(task, _str(inputs.get("goal")))
             return retrieval_script(task, inputs.get("hints")), None
         if purpose == "repair":
             return self._repair(inputs)

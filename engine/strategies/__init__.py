@@ -19,7 +19,7 @@ from ._classify import (
 from ._plan import ValidatedPlan, default_plan, validate_plan
 from ._size import count_asks, needs_decomposition, split_clauses
 from ._skeleton import Constraint, Skeleton, Stage, UnknownStrategyError, get, names, register
-from ._wording import stage_subject
+from ._wording import antecedent, stage_subject
 
 __all__ = [
     "CONFIDENCE_THRESHOLD",
@@ -31,6 +31,7 @@ __all__ = [
     "StrategyGuess",
     "UnknownStrategyError",
     "ValidatedPlan",
+    "antecedent",
     "choose_strategy",
     "classify",
     "count_asks",

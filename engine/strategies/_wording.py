@@ -5,9 +5,16 @@ looks for the wrong thing."""
 
 from __future__ import annotations
 
+import itertools
+import re
+
+from ..text import points_back_by_pronoun
+from ._size import split_clauses
 from ._skeleton import get, names
 
-__all__ = ["stage_subject"]
+__all__ = ["antecedent", "stage_subject"]
+
+_WORD = re.compile(r"\w+")
 
 
 def stage_subject(task: str, goal: str = "") -> str:
@@ -35,3 +42,18 @@ def _wordings() -> list[tuple[str, str]]:
                 before, _, after = stage.task.partition("{goal}")
                 found.add((" ".join(before.lower().split()), " ".join(after.lower().split())))
     return sorted(found, key=lambda pair: -len(pair[0]) - len(pair[1]))
+
+
+def antecedent(task: str, goal: str) -> str:
+    """The clause of ``goal`` just before ``task`` when ``task`` is a later clause of it that points back at
+    what that one asked for with a pronoun ("Which plugins help me write math, and how do *they* differ?"),
+    else "". Such a clause means nothing on its own: searched alone, "how do they differ?" finds notes that
+    say "different". ("*That* developer" names another note, one link away, which the step before finds.)"""
+    if not goal or not points_back_by_pronoun(task):
+        return ""
+    key = _WORD.findall(task.lower())
+    clauses = [clause for clause, _ in split_clauses(goal)]
+    for before, clause in itertools.pairwise(clauses):
+        if _WORD.findall(clause.lower()) == key:
+            return before
+    return ""
