@@ -263,7 +263,13 @@ _POINTED_NOUN = re.compile(
     r"[a-z]",
     re.I,
 )
-_PRONOUN = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their|its|it)\b", re.I)
+# ("each", "both", "either" as a pronoun: at the clause's end or before "of". "When would I use *each*?"
+# points back at TCP and UDP; "each note" does not.)
+_PRONOUN = re.compile(
+    r"\b(?:he|she|him|her|his|hers|they|them|their|its|it|the former|the latter)\b"
+    r"|\b(?:each|both|either|neither)\b(?=\s*(?:[?!.,;:]|$|of\b))",
+    re.I,
+)
 _BACK_REFERENCE = re.compile(f"{_POINTED_NOUN.pattern}|{_PRONOUN.pattern}", re.I)
 
 

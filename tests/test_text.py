@@ -78,3 +78,8 @@ def test_a_clause_that_points_back_at_an_earlier_one() -> None:
     assert points_back("who developed it?") and points_back_by_pronoun("who developed it?")
     assert not points_back_by_pronoun("What website does that developer list?")  # another note
     assert not points_back_by_pronoun("What theme did Ada make?")
+    for clause in ("when would I use each?", "is either of them free?", "how does each of them start?"):
+        assert points_back_by_pronoun(clause), clause
+    assert points_back_by_pronoun("is the latter free?")
+    assert not points_back("when would I use each protocol in a game?")  # "each" of a noun: a new subject
+    assert not points_back("Which is better for each note?")
