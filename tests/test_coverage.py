@@ -111,3 +111,24 @@ def test_the_subtask_a_conflict_bullet_names_is_not_what_its_source_says() -> No
     assert uncovered_asks([ask], [side]) == [ask]
     said = CoverEvidence("Neptune has sixteen known moons.", "Space/Neptune.md Moons", "sixteen moons")
     assert uncovered_asks([ask], [said]) == []
+
+
+def test_an_ask_that_points_back_with_a_pronoun_needs_what_it_points_at() -> None:
+    """ "..., and how much does *it* cost?": a line on what something else costs does not answer it."""
+    goal = "How do I publish my notes as a website, and how much does it cost?"
+    publish, cost = goal_asks(goal)
+    assert cost.terms == ("cost",) and set(cost.about) == {"publish", "note", "websit"}
+    assert publish.about == ()
+    elsewhere = CoverEvidence(
+        "Prompt variables may have cost and privacy considerations depending on the provider.",
+        "Obsidian Web Clipper/Variables.md When to use prompt variables",  # "web" is not "website"
+        "Prompt variables may have cost and privacy considerations depending on the provider.",
+    )
+    assert uncovered_asks([cost], [elsewhere]) == [cost]
+    priced = CoverEvidence(
+        "Obsidian Publish costs 8 USD a month per site.",
+        "Obsidian Publish/Introduction to Obsidian Publish.md Pricing",
+        "Obsidian Publish costs 8 USD a month per site, billed yearly.",
+    )
+    assert uncovered_asks([cost], [priced]) == []
+    assert goal_asks("How much does Obsidian Publish cost?")[0].about == ()  # no pointer, nothing to add

@@ -11,6 +11,9 @@ An ask is *covered* when at least one supported claim (see ``support``) covers i
 - a plain ask: at least ``COVER_SHARE`` of its content words (question words and verbs such as
   "compare" or "explain" out) occur in the claim, its citation (note path and heading) or the cited
   passage, and at least one of them in the claim or its citation;
+- an ask that points back at the clause before it with a pronoun ("..., and how much does *it* cost?")
+  also needs one word of that clause (what "it" is) in the claim or its citation: a line on what
+  something else costs does not answer it;
 - a side of a comparison: the words that set it apart from the other sides ("Publish") occur in the
   cited note's path or heading, or in a claim that names no other side, and (when the goal names an
   aspect) one aspect word occurs in the claim, its citation or the passage. A passage that only names
@@ -22,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..strategies import count_asks, split_clauses
+from ..strategies import antecedent, count_asks, split_clauses
 from .support import content_terms, has_term
 
 __all__ = ["COVER_SHARE", "Ask", "CoverEvidence", "goal_asks", "uncovered_asks"]
@@ -57,7 +60,7 @@ _FOUND_BY = re.compile(r"\s+—\s+from\s+“[^”]*”\s+\(`[^`]*`\):")
 class Ask:
     """One ask: ``text`` as listed when uncovered, ``query`` for a focused follow-up run, ``terms`` the
     words that must be found, ``others`` the other sides' distinguishing words, ``aspect`` the aspect's
-    words (comparisons)."""
+    words (comparisons), ``about`` the words of the clause a pointing-back ask means (one must be found)."""
 
     text: str
     query: str
@@ -65,6 +68,7 @@ class Ask:
     side: bool = False
     others: tuple[str, ...] = ()
     aspect: tuple[str, ...] = ()
+    about: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,8 @@ def goal_asks(goal: str) -> list[Ask]:
                 continue
         terms = _terms(clause)
         if terms:
-            out.append(Ask(clause.strip(), clause.strip(), terms))
+            about = tuple(t for t in _terms(antecedent(clause, goal)) if t not in terms)
+            out.append(Ask(clause.strip(), clause.strip(), terms, about=about))
     return out
 
 
@@ -156,6 +161,9 @@ def _covers(ask: Ask, ev: CoverEvidence) -> bool:
             return False
         return not ask.aspect or any(has_term(t, said | where | passage) for t in ask.aspect)
     near = said | where
+    # (the stems themselves: a prefix is too loose here, "web" of "Web Clipper" is not "website")
+    if ask.about and not any(t in near for t in ask.about):
+        return False
     found = [t for t in ask.terms if has_term(t, near) or has_term(t, passage)]
     return any(has_term(t, near) for t in ask.terms) and len(found) >= COVER_SHARE * len(ask.terms)
 
