@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError, VaultNotFoundError
+from .text import STOP_WORDS
 
 __all__ = [
     "CHECKPOINT_POLICIES",
@@ -31,6 +32,7 @@ PROFILES = ("strict", "local", "extended")
 # A vault named ``SCHEME:REST`` (``mcp:shad mcp serve --vault ~/Notes``) is read through a backend
 # (engine.vault.open_vault) rather than from a folder; two letters at least, so ``C:\Notes`` stays a folder.
 _REMOTE_VAULT = re.compile(r"^([a-z][a-z0-9+.-]+):")
+_WORD = re.compile(r"\w+")
 
 
 # Offline mode (E7): set to 1 (or pass --offline), nothing leaves the machine whatever keys are set.
@@ -180,6 +182,17 @@ class RunConfig:
     garden: bool = False  # propose a type for untyped notes the run read (through the approval queue)
     learn: bool = False  # propose the cited answer as a learning (a staging note a person promotes)
     voice: str | None = None  # render the final report in this voice (engine.skills voices; needs a model)
+
+    def check_new_goal(self) -> None:
+        """Refuse a new run whose goal holds only common words ("the and of", "What is this?"): there is
+        nothing to look for, and any passage would seem to answer it. (Checked when a run starts, not here:
+        a run stored before the check must still load.)"""
+        words = _WORD.findall(self.goal.lower())
+        if words and all(w in STOP_WORDS for w in words):
+            raise UsageError(
+                f"the goal has no word to look for: {self.goal.strip()[:80]!r} holds only common words",
+                hint='name what you want to know, e.g. shad run "How long should beans rest?"',
+            )
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():

@@ -170,6 +170,8 @@ def test_an_oversized_body_is_413_whether_its_length_is_given_or_not(api: httpx.
 def test_errors_are_json_with_proper_codes_and_never_echo_the_token(api: httpx.Client) -> None:
     assert_error(api.post("/v1/run", json={"goal": SIMPLE, "bogus": 1}), 422)
     assert_error(api.post("/v1/run", json={"goal": SIMPLE, "max_depth": 50}), 400)
+    nothing = assert_error(api.post("/v1/run", json={"goal": "What is this?"}), 400)  # no run started
+    assert "no word to look for" in nothing["message"]
     assert_error(api.post("/v1/run", json={"goal": SIMPLE, "history_dir": "/tmp"}), 422)
     missing = assert_error(api.get("/v1/run/19990101-000000-dead"), 404)
     assert missing["hint"] == "GET /v1/runs lists them"  # this face's route, not the CLI's command

@@ -155,6 +155,17 @@ def test_usage_errors_exit_2_with_one_line_and_start_no_run(
     assert not (vault / "Shad").exists()
 
 
+@pytest.mark.parametrize("goal", ["the and of", "What is this?"])
+def test_a_goal_of_only_common_words_is_a_usage_error_and_starts_no_run(
+    shad: Any, vault: Path, shad_home: Path, goal: str
+) -> None:
+    """Nothing to look for: any passage would seem to answer it (it had ended SUCCESS quoting six)."""
+    r = shad("run", goal, "--vault", str(vault), "--provider", "offline")
+    assert r.code == 2 and r.out == ""
+    assert_one_line_error(r, "no word to look for")
+    assert not (shad_home / "runs.jsonl").exists() and not (vault / "Shad").exists()
+
+
 def test_missing_vault_is_a_usage_error(shad: Any, tmp_path: Path) -> None:
     r = shad("run", SIMPLE, "--vault", str(tmp_path / "nowhere"), "--provider", "offline")
     assert r.code == 2

@@ -291,3 +291,14 @@ def test_with_budgets_validates_the_new_budgets(vault: Path) -> None:
         config.with_budgets(max_depth=11)
     with pytest.raises(UsageError):
         config.with_budgets(max_tokens=999)
+
+
+@pytest.mark.parametrize("goal", ["the and of", "What is this?", "How?", "Who is it"])
+def test_a_new_goal_of_only_common_words_is_refused_with_what_to_do(goal: str, tmp_path: Path) -> None:
+    config = RunConfig(goal, (str(tmp_path),))  # a stored run with such a goal still loads
+    assert RunConfig.from_dict(config.to_dict()).goal == goal
+    with pytest.raises(UsageError) as info:
+        config.check_new_goal()
+    assert "no word to look for" in info.value.message and "shad run" in (info.value.hint or "")
+    RunConfig("What is X?", (str(tmp_path),)).check_new_goal()  # one word of its own is enough
+    RunConfig("Was ist das?", (str(tmp_path),)).check_new_goal()  # another language's words are not ours

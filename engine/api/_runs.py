@@ -128,7 +128,9 @@ class RunManager:
         return live
 
     def start(self, config: RunConfig) -> LiveRun:
-        """Start a run; returns at once (the run goes on in the loop)."""
+        """Start a run; returns at once (the run goes on in the loop). A goal with nothing to look for is
+        refused here, as a request error, not as a run that fails later."""
+        config.check_new_goal()
         run_id = new_run_id()
         return self._launch(
             run_id,

@@ -170,6 +170,8 @@ async def open_context(
     hint: str = "",
 ) -> RunContext:
     """Everything a run needs, ready: a new run's history folder, or the stopped run's when resuming."""
+    if resume is None and replay is None:
+        config.check_new_goal()  # before a run folder exists
     # The provider first: an unknown one must fail before a run folder exists.
     chosen = provider or _make_provider(config)
     owns_store = store is None
