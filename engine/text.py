@@ -28,6 +28,7 @@ __all__ = [
     "section_heading",
     "stem",
     "stems_of",
+    "without_vault_wording",
 ]
 
 STOP_WORDS = frozenset(
@@ -44,7 +45,7 @@ STOP_WORDS = frozenset(
     would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve tell
     explain describe show give find list mention mentioned mentions say says said called known use used
     using uses way ways thing things kind kinds type types also get gets got much many one ones whose
-    within without via per among across etc e g i e versus vs
+    within without via per among across etc e g i e versus vs summarize summarise
     """.split()
 )
 
@@ -283,3 +284,27 @@ def points_back_by_pronoun(clause: str) -> bool:
     """Whether ``clause`` points back with a pronoun only ("who developed *it*?"): at the thing an earlier
     clause found, whose own note may answer, rather than at another one it leads to ("*that developer*")."""
     return _PRONOUN.search(clause) is not None and _POINTED_NOUN.search(clause) is None
+
+
+# Words that name the vault itself as where to look ("what my notes say about Docker", "... in my vault"):
+# they say where, not what. Searched for, "vault" finds a note on a bank vault, and an ask that must find
+# them in a passage is never covered.
+_BEFORE_MARK = re.compile(r"\s+([?.!,;:])")
+_VAULT = r"(?:the|my|this|our)\s+(?:vault|notes|knowledge\s+base|second\s+brain)"
+_VAULT_WORDING = re.compile(
+    rf"\b(?:what|everything|anything|all)\s+(?:that\s+)?{_VAULT}\s+"
+    r"(?:says?|said|has|have|holds?|contains?|knows?|mentions?)\s+(?:about|on|regarding)\s+"
+    rf"|\b(?:do|does|did)\s+{_VAULT}\s+(?:say|have|mention|hold|contain)\s+(?:anything\s+)?"
+    r"(?:about|on|regarding)\s+"
+    rf"|\b(?:in|from|across|within|throughout)\s+{_VAULT}\b"
+    r"(?=\s*(?:[?.!,;:]|$|about\b|on\b|regarding\b|that\b|which\b|for\b|and\b))",  # not "in the vault folder"
+    re.I,
+)
+
+
+def without_vault_wording(text: str) -> str:
+    """``text`` without the words that name the vault as where to look: "Summarize what the vault says
+    about Docker" asks about Docker. Unchanged when nothing else would be left."""
+    if _VAULT_WORDING.search(text) is None:
+        return text
+    return _BEFORE_MARK.sub(r"\1", " ".join(_VAULT_WORDING.sub(" ", text).split())) or text

@@ -132,3 +132,8 @@ def test_an_ask_that_points_back_with_a_pronoun_needs_what_it_points_at() -> Non
     )
     assert uncovered_asks([cost], [priced]) == []
     assert goal_asks("How much does Obsidian Publish cost?")[0].about == ()  # no pointer, nothing to add
+
+
+def test_the_words_that_name_the_vault_are_not_an_asks_words() -> None:
+    (ask,) = goal_asks("Summarize what the vault says about Docker")
+    assert ask.terms == ("docker",)  # "vault" is where to look: no passage about Docker needs to say it

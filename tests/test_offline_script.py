@@ -127,3 +127,15 @@ def test_a_capitalised_word_that_titles_no_hit_adds_nothing() -> None:
     hits = [_hit(f"Plugins/ai-{i}.md", f"AI assistant plugin {i}.") for i in range(LIMIT)]
     result, api = _run("Which AI assistant does Artel250 use?", hits, {})
     assert api.read == [] and [c["path"] for c in result["context"]] == [h["path"] for h in hits]
+
+
+@pytest.mark.parametrize(
+    "task", ["What is Docker?", "Summarize Docker", "Tell me about Docker.", "Describe docker"]
+)
+def test_an_ask_for_an_account_of_a_subject_opens_with_the_note_titled_by_it(task: str) -> None:
+    hits = [_hit(f"Tools/Docker {c}.md", f"`docker {c}` and docker again.") for c in ("stop", "run", "ps")]
+    hits.append(_hit("Misc/Docker.md", "`sudo pacman -S docker`", heading="Install"))
+    result, api = _run(task, hits, {"Misc/Docker.md": "Tool that creates lightweight containers."})
+    first = result["context"][0]
+    assert (first["path"], first["heading"]) == ("Misc/Docker.md", None)
+    assert first["text"].startswith("Tool that creates") and api.read == ["Misc/Docker.md"]

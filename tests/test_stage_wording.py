@@ -69,3 +69,8 @@ def test_a_clause_that_points_back_with_a_pronoun_has_the_clause_before_it_as_an
     )
     goal = "Which technique is listed for pipelines, and how do CPUs cope with an instruction that stalls?"
     assert antecedent("how do CPUs cope with an instruction that stalls?", goal) == ""
+
+
+def test_the_words_that_name_the_vault_are_taken_off_a_task() -> None:
+    assert stage_subject("Summarize what the vault says about Docker") == "Summarize Docker"
+    assert stage_subject("How do I create a vault?") == "How do I create a vault?"

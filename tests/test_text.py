@@ -9,7 +9,15 @@ import threading
 
 import snowballstemmer
 
-from engine.text import iso_dates, iso_days_of_months, points_back, points_back_by_pronoun, stem, stems_of
+from engine.text import (
+    iso_dates,
+    iso_days_of_months,
+    points_back,
+    points_back_by_pronoun,
+    stem,
+    stems_of,
+    without_vault_wording,
+)
 
 
 def test_stems_are_porter2_and_a_doers_noun_holds_its_verb() -> None:
@@ -83,3 +91,20 @@ def test_a_clause_that_points_back_at_an_earlier_one() -> None:
     assert points_back_by_pronoun("is the latter free?")
     assert not points_back("when would I use each protocol in a game?")  # "each" of a noun: a new subject
     assert not points_back("Which is better for each note?")
+
+
+def test_words_that_name_the_vault_as_where_to_look_are_taken_off() -> None:
+    assert without_vault_wording("Summarize what the vault says about Docker") == "Summarize Docker"
+    assert without_vault_wording("What do my notes say about Docker?") == "What Docker?"
+    assert without_vault_wording("Find everything in my vault about TCP") == "Find everything about TCP"
+    assert (
+        without_vault_wording("How do I caption the snippets in my notes?")
+        == "How do I caption the snippets?"
+    )
+    for kept in (
+        "How do I create a vault?",  # the vault is the subject
+        "Where are my notes stored in the vault folder?",  # "the vault folder" is a thing
+        "Is there a plugin that places my notes on a calendar?",
+        "in my notes",  # nothing else would be left
+    ):
+        assert without_vault_wording(kept) == kept

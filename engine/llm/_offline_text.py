@@ -88,7 +88,12 @@ _REASON = re.compile(
     re.I,
 )
 _DIGIT = re.compile(r"(?<![^\W_])\d")  # a number, not the digit in "CO2" or "x86"
-DEFINED = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*\??\s*$", re.I)
+# "What is X?", and the asks for an account of X ("Summarize X", "Tell me about X"): X's own note opens
+DEFINED = re.compile(
+    r"^\s*(?:(?:what|who)\s+(?:is|are|was|were)|summari[sz]e|tell\s+me\s+about|give\s+(?:me\s+)?an\s+"
+    r"overview\s+of|describe)\s+(?:an?\s+|the\s+)?(.{2,60}?)\s*[?.]?\s*$",
+    re.I,
+)
 ANSWER_BONUS = 0.1
 POINTER_PENALTY = 0.2
 _STEP = re.compile(

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ..strategies import antecedent, count_asks, split_clauses
+from ..text import without_vault_wording
 from .support import content_terms, has_term
 
 __all__ = ["COVER_SHARE", "Ask", "CoverEvidence", "goal_asks", "uncovered_asks"]
@@ -131,7 +132,7 @@ def goal_asks(goal: str) -> list[Ask]:
                     query = f"{aspect} in {side}" if aspect_terms else side
                     out.append(Ask(side, query, own[k], True, others, aspect_terms))
                 continue
-        terms = _terms(clause)
+        terms = _terms(without_vault_wording(clause))  # "what my notes say about X" asks about X
         if terms:
             about = tuple(t for t in _terms(antecedent(clause, goal)) if t not in terms)
             out.append(Ask(clause.strip(), clause.strip(), terms, about=about))

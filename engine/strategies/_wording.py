@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from ..text import points_back_by_pronoun
+from ..text import points_back_by_pronoun, without_vault_wording
 from ._size import split_clauses
 from ._skeleton import get, names
 
@@ -20,7 +20,12 @@ _WORD = re.compile(r"\w+")
 def stage_subject(task: str, goal: str = "") -> str:
     """``task`` without the wording a registered strategy's stage wrapped the goal in; or ``goal`` when the
     task holds it whole inside other words (a stage a model reworded); else ``task`` (spaces normalised
-    when wording was taken off)."""
+    when wording was taken off). Words that only name the vault as where to look are taken off too
+    ("Summarize what the vault says about Docker" asks about Docker)."""
+    return without_vault_wording(_unwrapped(task, goal))
+
+
+def _unwrapped(task: str, goal: str) -> str:
     text = " ".join(task.split())
     lowered = text.lower()
     for before, after in _wordings():
