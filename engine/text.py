@@ -45,7 +45,7 @@ STOP_WORDS = frozenset(
     would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve tell
     explain describe show give find list mention mentioned mentions say says said called known use used
     using uses way ways thing things kind kinds type types also get gets got much many one ones whose
-    within without via per among across etc e g i e versus vs summarize summarise
+    within without via per among across etc e g i e versus vs summarize summarise every
     """.split()
 )
 

@@ -207,6 +207,16 @@ def test_the_noun_a_clause_points_back_with_counts_for_what_it_points_at_only() 
     assert ranked[0].text.endswith("github.com/pejakovic") and ranked[1].score < ranked[0].score
 
 
+def test_a_quantifier_of_the_question_is_not_a_word_to_find() -> None:
+    """ "List *every* plugin made by pjeby" had quoted the plugin *Every Day Calendar* first."""
+    items = [
+        ("Every Day Calendar Plugins/every-day-calendar.md", "Plugin ID: `every-day-calendar`"),
+        ("Tag Wrangler Plugins/tag-wrangler.md", "Developed by: pjeby"),
+    ]
+    ranked = rank_passages("List every plugin made by pjeby", items)
+    assert ranked[0].text == "Developed by: pjeby" and ranked[0].score > ranked[1].score
+
+
 def test_a_web_address_property_answers_a_website_question() -> None:
     items = [
         ("References/Steph Ango.md", "categories: People\nurl: https://stephango.com/"),
