@@ -137,3 +137,15 @@ def test_an_ask_that_points_back_with_a_pronoun_needs_what_it_points_at() -> Non
 def test_the_words_that_name_the_vault_are_not_an_asks_words() -> None:
     (ask,) = goal_asks("Summarize what the vault says about Docker")
     assert ask.terms == ("docker",)  # "vault" is where to look: no passage about Docker needs to say it
+
+
+def test_compare_a_and_b_makes_one_ask_per_side_the_shared_word_in_neither() -> None:
+    light, dark = goal_asks("Compare light and dark roasts")
+    assert (light.text, light.terms, light.others) == ("light", ("light",), ("dark",))
+    assert dark.terms == ("dark",)  # "roasts" is what both sides are: a claim on light roasts says it
+    light_claim = CoverEvidence(
+        "Light roasts keep more of the origin's acidity.", "Roasting/Roast levels.md", ""
+    )
+    assert uncovered_asks([light, dark], [light_claim]) == [dark]
+    dark_claim = CoverEvidence("Dark roasts taste of the roast.", "Roasting/Roast levels.md", "")
+    assert uncovered_asks([light, dark], [light_claim, dark_claim]) == []

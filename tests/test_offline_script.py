@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -27,7 +28,16 @@ class _Searches:
 
     def read_note(self, path: str, vault: str | None = None) -> dict[str, Any]:
         self.read.append(path)
-        return {"body": self.bodies[path], "headings": []}
+        body = self.bodies[path]
+        return {"body": body, "headings": _headings(body)}
+
+
+def _headings(body: str) -> list[dict[str, Any]]:
+    """The note API's headings of ``body``: text, level and offset of each Markdown heading."""
+    return [
+        {"text": m.group(2), "level": len(m.group(1)), "offset": m.start()}
+        for m in re.finditer(r"^(#{1,6}) (.+)$", body, re.M)
+    ]
 
 
 def _hit(path: str, passage: str, heading: str | None = None) -> dict[str, Any]:
@@ -139,3 +149,46 @@ def test_an_ask_for_an_account_of_a_subject_opens_with_the_note_titled_by_it(tas
     first = result["context"][0]
     assert (first["path"], first["heading"]) == ("Misc/Docker.md", None)
     assert first["text"].startswith("Tool that creates") and api.read == ["Misc/Docker.md"]
+
+
+def test_a_comparison_searches_each_side_and_opens_with_each_sides_own_note() -> None:
+    task = "Compare canvas and graph view: what is each for?"
+    noise = [_hit(f"Noise {i}.md", f"The graph view of noise {i}.") for i in range(LIMIT)]
+    tips = _hit("Plugins/Canvas.md", "## Advanced tips\nWatch the canvas videos.", heading="Advanced tips")
+    graph = _hit("Plugins/Graph view.md", "Graph view shows how notes link.")
+    bodies = {
+        "Plugins/Canvas.md": "Canvas is a core plugin for visual note-taking.\n\n## Advanced tips\nVideos."
+    }
+    result, api = _run(task, [*noise, tips, graph], bodies)
+    assert api.queries[2:] == ["canvas view", "graph view"]  # each side without the other's words
+    assert "compare" not in api.queries[1]  # what asks for a comparison is not searched for
+    opening = [(c["path"], c["heading"]) for c in result["context"]][:2]
+    assert opening == [("Plugins/Canvas.md", None), ("Plugins/Graph view.md", None)]
+    assert result["context"][0]["text"].startswith("Canvas is a core plugin")
+
+
+def test_a_side_without_a_note_of_its_own_gets_the_section_headed_by_it() -> None:
+    task = "What are the differences between Live Preview and Source mode?"
+    body = (
+        "Views and modes.\n\n### Live Preview\nLive Preview hides syntax.\n\n"
+        "### Source mode\nSource mode shows it all."
+    )
+    views = _hit("Views.md", "Views and modes.")
+    noise = [_hit(f"Noise {i}.md", f"Switch between Live Preview and Source mode {i}.") for i in range(LIMIT)]
+    result, _ = _run(task, [views, *noise], {"Views.md": body})
+    first = [(c["path"], c["heading"], c["text"]) for c in result["context"][:2]]
+    assert first == [
+        ("Views.md", "Live Preview", "### Live Preview\nLive Preview hides syntax."),
+        ("Views.md", "Source mode", "### Source mode\nSource mode shows it all."),
+    ]
+
+
+def test_a_side_compared_on_an_aspect_gets_the_hit_whose_place_names_both() -> None:
+    task = "Compare Obsidian Sync and Obsidian Publish security"
+    both = [_hit(f"Teams {i}.md", f"Obsidian Sync and Obsidian Publish security {i}.") for i in range(LIMIT)]
+    sync = _hit("Obsidian Sync/Security and privacy.md", "End-to-end encryption.", heading="Encryption")
+    publish = _hit(
+        "Obsidian Publish/Security and privacy.md", "Site passwords.", heading="Password protection"
+    )
+    result, _ = _run(task, [*both, sync, publish])
+    assert [c["path"] for c in result["context"][:2]] == [sync["path"], publish["path"]]

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..strategies import stage_subject
 from ._flat_tables import rebuild_flat_tables
+from ._offline_compare import SideItem, compared_sides, side_passages
 from ._offline_subject import subject_items
 from ._offline_text import (
     Passage,
@@ -21,6 +22,7 @@ from ._offline_text import (
     wanted_answers,
     with_antecedent,
 )
+from ._offline_units import quotable_units
 from ._procedure import procedure
 
 __all__ = ["MAX_PASSAGES", "MIN_COVERAGE", "NOTHING_FOUND", "answer"]
@@ -45,7 +47,10 @@ def _context_items(inputs: dict[str, Any]) -> list[dict[str, str]]:
         label = " ".join(str(c.get(k) or "") for k in ("heading", "path"))
         text = rebuild_flat_tables(c["text"])
         path = str(c.get("path") or "")
-        items.append({"text": text, "citation": citation.strip(), "label": label, "path": path})
+        heading = str(c.get("heading") or "")
+        items.append(
+            {"text": text, "citation": citation.strip(), "label": label, "path": path, "heading": heading}
+        )
     return items
 
 
@@ -109,6 +114,11 @@ def answer(inputs: dict[str, Any]) -> str:
             chosen.append(f"- {text} {items[p.item]['citation']}")
         return True
 
+    # A comparison: each side answered first, from its own note ("what is each for?": the note's opening)
+    sides = compared_sides(task or goal)
+    if sides:
+        for p in side_passages(sides, ranked, [_side_item(i) for i in items]):
+            take(p)
     for p in ranked:
         filling_gaps = count >= MAX_PASSAGES
         if not (uncovered & set(p.matched) if filling_gaps else p.coverage >= MIN_COVERAGE):
@@ -126,6 +136,15 @@ def answer(inputs: dict[str, Any]) -> str:
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
     return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
+
+
+def _side_item(item: dict[str, str]) -> SideItem:
+    """What a comparison's sides are matched against (``side_passages``): a section is named by its
+    heading, a note's opening by the note's title; its first passage is its first that is not a property."""
+    name = item["heading"] or item["path"].rsplit("/", 1)[-1].removesuffix(".md")
+    props = properties(item["text"])
+    first = next((unit for unit, *_ in quotable_units(item["text"]) if unit not in props), "")
+    return SideItem(item["label"], name.lower(), first)
 
 
 def _repeats(key: str, other: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..text import parse_query
+from ._offline_compare import COMPARING, Side, compared_sides
 from ._offline_subject import proper_names
 from ._offline_text import DEFINED
 
@@ -106,6 +107,8 @@ if named and not any(k[1] == named[0][1] and (k[2] or "").lower() in ("", title_
     hits.insert(0, {{"vault": named[0][0], "path": named[0][1], "heading": None, "passage": ""}})
 
 
+{sides_block}
+
 def section(note, heading):
     body = note["body"]
     start = 0
@@ -163,6 +166,84 @@ __result__ = {{
 """
 
 
+# Only in the script of a task that compares things (``SIDES``: see ``_offline_compare``).
+_SIDES_BLOCK = """\
+SIDES = {sides}
+
+
+# A comparison: each side is searched for on its own. Its note (titled by it, or named whole by its search:
+# an alias) gives its opening; else its section (headed by it); else the hit whose place names it and the
+# aspect; else, when no hit kept is about it, the best hit that is (the side's words in its heading or
+# path, or in its passage with no other side's words). The sides go first, in the order the task names them.
+def has(text, words):
+    return bool(words) and all(re.search(r"(?<![^\\W_])" + re.escape(w), text) for w in words)
+
+
+def about(hit, words, others, aspect):
+    where = " ".join([hit.get("heading") or "", hit["path"]]).lower()
+    said = (hit.get("passage") or "").lower()
+    on_aspect = not aspect or any(has(where + " " + said, [w]) for w in aspect)
+    return on_aspect and (has(where, words) or (has(said, words) and not any(has(said, [w]) for w in others)))
+
+
+def placed(key, words, aspect):
+    where = key[1].lower() + " " + (key[2] or "").lower()
+    return bool(aspect) and has(where, words) and any(has(where, [w]) for w in aspect)
+
+
+def heading_named(keys, names, most=5):  # in the notes the side's search ranked highest
+    for vault, path in list(dict.fromkeys((k[0], k[1]) for k in keys))[:most]:
+        try:
+            note = obsidian.read_note(path, vault=vault)
+        except Exception:
+            continue
+        for h in note.get("headings") or []:
+            if h["text"].lower() in names:
+                return {{"vault": vault, "path": path, "heading": h["text"], "passage": ""}}
+    return None
+
+
+def side_hit(query, names, words, others, aspect):
+    used.append(query)
+    found = []
+    for rank, hit in enumerate(obsidian.search(query, limit=CANDIDATES)):
+        key = (hit["vault"], hit["path"], hit.get("heading"))
+        if key[1].endswith(".md"):
+            found.append(key)
+            pool.setdefault(key, [hit, rank])
+            held.setdefault(key, words_in(hit))
+        if rank == 0 and hit.get("score", 0) >= 1.0:  # the query is the note's title or an alias
+            names = names + [title_of(key[1])]
+    ranked = found + [key for key in sorted(pool, key=lambda key: -fit(key)) if key not in found]
+    titled = [key for key in ranked if title_of(key[1]) in names and key[1].endswith(".md")]
+    if titled:  # the note's opening (as a search gave it, when one did)
+        opened = [key for key in titled if not key[2]]
+        if opened:
+            return pool[opened[0]][0]
+        return {{"vault": titled[0][0], "path": titled[0][1], "heading": None, "passage": ""}}
+    headed = [pool[key][0] for key in ranked if (key[2] or "").lower() in names]
+    headed = headed or [heading_named(found, names)]
+    if headed[0] is not None:
+        return headed[0]
+    hit = next((pool[key][0] for key in ranked if placed(key, words, aspect)), None)
+    if hit is not None or any(about(h, words, others, aspect) for h in hits[:LIMIT]):
+        return hit
+    return next((pool[key][0] for key in ranked if about(pool[key][0], words, others, aspect)), None)
+
+
+for at, side in enumerate(SIDES):
+    hit = side_hit(*side)
+    if hit is not None:  # first, in the order of the sides (moved there if already kept)
+        same = [h for h in hits if (h["path"], h.get("heading")) == (hit["path"], hit.get("heading"))]
+        for h in same:
+            hits.remove(h)
+        hits.insert(at, next((h for h in [hit, *same] if h.get("passage")), hit))
+LIMIT = LIMIT + len(SIDES)
+
+
+"""
+
+
 def _hints(hints: Any) -> list[str]:
     if isinstance(hints, str):
         return [hints]
@@ -171,11 +252,18 @@ def _hints(hints: Any) -> list[str]:
     return []
 
 
+def _side_row(side: Side, sides: list[Side]) -> tuple[str, list[str], list[str], list[str], list[str]]:
+    """What the script knows of a side: its query, names and words, the other sides' words, the aspect's."""
+    others = [w for other in sides if other is not side for w in other.words]
+    return side.query, list(side.names), list(side.words), others, list(side.aspect)
+
+
 def retrieval_script(task: str, hints: Any = None) -> str:
     """The template filled for ``task`` (and optional ``hints``: more queries to try)."""
     task = " ".join(task.split())[:500]
     defined = DEFINED.match(task)
-    words = [w for w in parse_query(task).words() if len(w) > 1][:12]
+    sides = compared_sides(task)
+    words = [w for w in parse_query(task).words() if len(w) > 1 and not (sides and w in COMPARING)][:12]
     queries = [task] if task else []
     if len(words) > 1:
         queries.append(" ".join(words))
@@ -187,6 +275,9 @@ def retrieval_script(task: str, hints: Any = None) -> str:
         words=repr(words),
         task_lower=repr(task.lower()),
         subject=repr(defined.group(1).lower() if defined else ""),
+        sides_block=_SIDES_BLOCK.format(sides=repr([_side_row(side, sides) for side in sides]))
+        if sides
+        else "",
         names=repr(sorted(proper_names(task))),
         limit=LIMIT,
         candidates=CANDIDATES,

@@ -3,8 +3,8 @@
 The goal's *asks* are its clauses as the decomposition finds them (``strategies.split_clauses``: the
 questions and instructions; every clause when none is one; "A, then B" is two). A comparison is one ask
 per side: in "Compare security and privacy in Obsidian Sync versus Obsidian Publish" the asks are
-"Obsidian Sync" and "Obsidian Publish", both about the aspect "security and privacy" (sides are read
-around "versus", "vs", "compared to/with", "compare A with/to B" and "between A and B").
+"Obsidian Sync" and "Obsidian Publish", both about the aspect "security and privacy" (the sides as
+``strategies.comparison`` reads them: "versus", "compare A with B", "between A and B", "compare A and B").
 
 An ask is *covered* when at least one supported claim (see ``support``) covers it:
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..strategies import antecedent, count_asks, split_clauses
+from ..strategies import antecedent, comparison, count_asks, split_clauses
 from ..text import without_vault_wording
 from .support import content_terms, has_term
 
@@ -45,13 +45,6 @@ ASK_WORDS = frozenset(
     )
 )
 _THEN = re.compile(r",?\s+(?:and\s+)?then\s+", re.I)  # "compare A, then plan B": two asks
-_VERSUS = re.compile(r"\s+(?:versus|vs\.?|v\.|compared (?:to|with)|as opposed to)\s+", re.I)
-_COMPARE_WITH = re.compile(r"^\s*(?:compare|contrast)\s+(.+?)\s+(?:with|to|against)\s+(.+)$", re.I)
-_BETWEEN = re.compile(r"\bbetween\s+(.+?)\s+and\s+(.+?)(?=\s+(?:in|for|on|regarding|when)\s|[?.!]?$)", re.I)
-_SIDE_END = re.compile(
-    r"\s*[:;,]\s+(.+)$|\s+(?:in terms of|for|on|regarding|when|with respect to)\s+(.+)$|[?.!]+$", re.I
-)
-_SIDE_START = re.compile(r"^.*\b(?:in|of|for|on|between|compare|contrast)\s+", re.I)
 # A conflict bullet names the subtask that found its side ("VALUE — from “TASK” (`node`): “STATEMENT”",
 # ``synthesis.render_conflicts``): the task's words are the run's, not the source's, and cover nothing.
 _FOUND_BY = re.compile(r"\s+—\s+from\s+“[^”]*”\s+\(`[^`]*`\):")
@@ -85,45 +78,17 @@ def _terms(text: str) -> tuple[str, ...]:
     return tuple(t for t in content_terms(text) if t not in ASK_WORDS)
 
 
-def _sides(clause: str) -> tuple[list[str], str] | None:
-    """(sides, aspect) of a comparison clause, or None."""
-    text = " ".join(clause.split()).rstrip("?.! ")
-    m = _COMPARE_WITH.match(text)
-    if m:
-        left, right = m.group(1), m.group(2)
-    elif b := _BETWEEN.search(text):
-        aspect = (text[: b.start()] + " " + text[b.end() :]).strip()
-        return [b.group(1).strip(), b.group(2).strip()], aspect
-    else:
-        parts = _VERSUS.split(text)
-        if len(parts) < 2:
-            return None
-        left, right = parts[0], " ".join(parts[1:])
-    aspect = ""
-    end = _SIDE_END.search(right)
-    if end:
-        aspect = (end.group(1) or end.group(2) or "").strip()
-        right = right[: end.start()]
-    head = _SIDE_START.match(left)
-    side_left = left[head.end() :] if head else left
-    lead = left[: head.end()] if head else ""
-    lead = re.sub(r"^\s*(?:compare|contrast)\s+|\s+(?:in|of|for|on|between)\s*$", " ", lead, flags=re.I)
-    aspect = " ".join(f"{lead} {aspect}".split())
-    sides = [s.strip(" ,") for s in (side_left, right) if s.strip(" ,")]
-    return (sides, aspect) if len(sides) == 2 else None
-
-
 def goal_asks(goal: str) -> list[Ask]:
     """The goal's asks (see the module docstring); asks without content words are left out."""
     clauses = [p for c, _ in split_clauses(goal) for p in _THEN.split(c) if p.strip()]
     asks_only = [c for c in clauses if count_asks(c) >= 1]
     out: list[Ask] = []
     for clause in asks_only or clauses:
-        found = _sides(clause)
+        found = comparison(clause)
         if found is not None:
-            sides, aspect = found
+            sides, aspect = found.sides, found.aspect
             side_terms = [set(_terms(s)) for s in sides]
-            shared = set.intersection(*side_terms) if side_terms else set()
+            shared = set.intersection(*side_terms) | set(_terms(found.head))
             own = [tuple(t for t in _terms(s) if t not in shared) for s in sides]
             if all(own):
                 aspect_terms = _terms(aspect)

@@ -16,6 +16,7 @@ from ._classify import (
     choose_strategy,
     classify,
 )
+from ._compare import MAX_SIDES, Comparison, comparison
 from ._plan import ValidatedPlan, default_plan, validate_plan
 from ._size import count_asks, needs_decomposition, split_clauses
 from ._skeleton import Constraint, Skeleton, Stage, UnknownStrategyError, get, names, register
@@ -24,6 +25,8 @@ from ._wording import antecedent, stage_subject
 __all__ = [
     "CONFIDENCE_THRESHOLD",
     "DEFAULT_STRATEGY",
+    "MAX_SIDES",
+    "Comparison",
     "Constraint",
     "Skeleton",
     "Stage",
@@ -34,6 +37,7 @@ __all__ = [
     "antecedent",
     "choose_strategy",
     "classify",
+    "comparison",
     "count_asks",
     "default_plan",
     "get",

@@ -1,0 +1,80 @@
+"""The offline provider on a comparison: each side searched for on its own and quoted first."""
+
+from __future__ import annotations
+
+from engine.llm._offline_answer import answer
+from engine.llm._offline_compare import compared_sides
+
+
+def _item(path: str, heading: str | None, text: str) -> dict[str, str | None]:
+    target = path[:-3] + (f"#{heading}" if heading else "")
+    return {"vault": "v", "path": path, "heading": heading, "text": text, "citation": f"[[{target}]]"}
+
+
+def test_each_side_is_searched_without_the_other_sides_words() -> None:
+    live, source = compared_sides("What are the differences between Live Preview and Source mode?")
+    assert (live.query, live.names, live.words, live.aspect) == (
+        "live preview",
+        ("live preview",),
+        ("live", "preview"),
+        (),
+    )
+    assert source.query == "source mode"
+    light, dark = compared_sides("Compare light and dark roasts for espresso")
+    assert (light.query, light.names, light.aspect) == (
+        "light roasts espresso",
+        ("light", "light roasts"),
+        ("espresso",),
+    )
+    assert dark.words == ("dark",)
+    assert compared_sides("How long should beans rest?") == []
+
+
+def test_each_side_opens_with_what_its_own_section_says_it_is() -> None:
+    context = [
+        _item(
+            "Views.md",
+            "Source mode",
+            "### Source mode\n*Source mode* displays all Markdown syntax exactly as "
+            "written.\n\nClick the status icon and select **Source mode** to switch to Source mode now.",
+        ),
+        _item(
+            "Views.md",
+            "Live Preview",
+            "### Live Preview\n*Live Preview* shows formatted text inline while "
+            "hiding most Markdown syntax.\n\nTo switch, select **Live Preview** in the menu, 1 click.",
+        ),
+    ]
+    out = answer(
+        {"task": "What are the differences between Live Preview and Source mode?", "context": context}
+    )
+    lines = out.splitlines()
+    assert lines[0].startswith("- *Live Preview* shows formatted text inline") and lines[0].endswith(
+        "[[Views#Live Preview]]"
+    )
+    assert lines[1].startswith("- *Source mode* displays all Markdown syntax")
+
+
+def test_a_side_compared_on_an_aspect_is_quoted_from_a_passage_on_it_not_a_link_label() -> None:
+    context = [
+        _item(
+            "Teams/Accounts.md",
+            "Account security",
+            "Users of Obsidian Sync and Obsidian Publish who have 2FA enabled confirm their key, 2 times.",
+        ),
+        _item("Obsidian Publish/Introduction.md", "How to use Obsidian Publish", "- Security and privacy"),
+        _item(
+            "Obsidian Sync/Security and privacy.md",
+            "Encryption",
+            "End-to-end encryption keeps your synced notes private and secure.",
+        ),
+        _item(
+            "Obsidian Publish/Security and privacy.md",
+            "Passwords",
+            "A site password keeps your published site private and secure from visitors.",
+        ),
+    ]
+    out = answer({"task": "Compare Obsidian Sync and Obsidian Publish security", "context": context})
+    lines = out.splitlines()
+    assert "[[Obsidian Sync/Security and privacy#Encryption]]" in lines[0]
+    assert "[[Obsidian Publish/Security and privacy#Passwords]]" in lines[1]
