@@ -214,7 +214,31 @@ def test_a_quantifier_of_the_question_is_not_a_word_to_find() -> None:
         ("Tag Wrangler Plugins/tag-wrangler.md", "Developed by: pjeby"),
     ]
     ranked = rank_passages("List every plugin made by pjeby", items)
-    assert ranked[0].text == "Developed by: pjeby" and ranked[0].score > ranked[1].score
+    assert ranked[0].text == "Developed by: pjeby" and all(p.score < ranked[0].score for p in ranked[1:])
+
+
+def test_a_label_with_only_an_identifier_or_an_address_names_a_thing_and_says_nothing() -> None:
+    """ "Plugin ID: `obsidian-spaced-repetition`" and a footer of edit links had been quoted as answers:
+    the question's words were inside the identifier and the address."""
+    items = [
+        (
+            "Spaced Repetition Plugins/obsidian-spaced-repetition.md",
+            "Plugin ID: `obsidian-spaced-repetition`",
+        ),
+        ("Anki Tools/Anki.md", "This note in GitHub: [Edit In GitHub](https://github.dev/hub/Anki.md)"),
+        (
+            "Misc/tools.md",
+            "Links: GitHub repository (https://github.com/carlrobert/double-switch) | Get it here (https://x.y/z)",
+        ),
+        ("Recall Plugins/recall.md", "Recall implements spaced repetition for reviewing notes."),
+    ]
+    ranked = rank_passages("Which plugins export notes for spaced repetition and switch?", items)
+    assert [p.text for p in ranked] == ["Recall implements spaced repetition for reviewing notes."]
+    # a label the question asks for keeps its address: the answer to "what is their website?"
+    website = [("kon-foo People/kon-foo.md", "Website: https://kon.foo/")]
+    assert [p.text for p in rank_passages("What is kon-foo's website?", website)] == [
+        "Website: https://kon.foo/"
+    ]
 
 
 def test_a_web_address_property_answers_a_website_question() -> None:

@@ -251,3 +251,18 @@ def test_a_clause_section_keeps_its_items_before_a_framing_section_above_it() ->
     assert "- Developed by: pejakovic [[Plugins/katex]]" in clause
     # without clause sections named, the first copy stays (as before)
     assert "pejakovic" in drop_repeated_bullets(text)[0].split("### Who")[0]
+
+
+def test_a_note_the_task_names_in_part_is_about_something_else() -> None:
+    """ "Simple Image Inserter" names simple-image-inserter.md; the heading "Image Inserter" of another
+    plugin's note holds two of its words, and its "Mobile compatible: Yes" is that plugin's."""
+    task = "Can I use the Simple Image Inserter plugin on Obsidian mobile?"
+    answer = (
+        "- Mobile compatible: No [[Plugins/simple-image-inserter]]\n"
+        "- Mobile compatible: Yes [[Plugins/insert-unsplash-image#Image Inserter]]"
+    )
+    assert detect_conflicts([child("root", task, answer)]) == []
+    # named as fully by both, the two notes do disagree
+    both = "- Mobile compatible: No [[Plugins/image-inserter]]\n- Mobile compatible: Yes [[Other/Image Inserter]]"
+    (c,) = detect_conflicts([child("root", task, both)])
+    assert {s.value for s in c.sides} == {"no", "yes"}

@@ -283,7 +283,7 @@ def rank_passages(
     if not weights:
         return []
     units = [
-        (i, j, p, _stems(p), _stems(heading), links, heading, step, listed)
+        (i, j, p, _stems(_ADDRESS.sub(" ", p)), _stems(heading), links, heading, step, listed)
         for i, (_, text) in enumerate(items)
         for j, (p, heading, links, step, listed) in enumerate(quotable_units(text))
     ]
@@ -323,6 +323,8 @@ def rank_passages(
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
         if (links or _BOLD_LINE.fullmatch(text)) and _says_nothing_new(text, weights):
+            continue
+        if _names_only(text, weights):
             continue
         gives = _gives(text, heading, wanted, defines, asked, step, listed)
         byline = "maker" in gives
@@ -365,6 +367,29 @@ def _says_nothing_new(text: str, weights: dict[str, float]) -> bool:
         return False
     own = terms(text)
     return bool(own) and all(t in weights for t in own)
+
+
+# A web address, or a code span that is an identifier ("`obsidian-spaced-repetition`", "`tcp/502`"): words
+# inside one name a thing, they do not say anything of it ("switches" is not in "carlrobert/double-switch").
+_ADDRESS = re.compile(r"\(?https?://[^\s)]*\)?|`[\w.]*[-_/][\w./-]*`")
+_LABELLED = re.compile(r"([^:`]{1,40}):\s*(.*)")
+# a link's label of several words, as written, "[Edit In GitHub](https://...)", or as displayed, "Edit In
+# GitHub (https://...)": what to click, not what the line says (a one-word label, "janisringli", is a name)
+_LINK_LABEL = re.compile(
+    r"\[[^\]\s]*\s[^\]]*\](?=\s*\(?https?:)|(?:^|(?<=\|))\s*[^()|\[\]\s]+\s+[^()|\[\]\s][^()|\[\]]*(?=\(https?:)"
+)
+
+
+def _names_only(text: str, weights: dict[str, float]) -> bool:
+    """Whether ``text`` is a label and only addresses or identifiers ("Plugin ID: `double-switch`", "This
+    note in GitHub: [Edit In GitHub](https://...)"), and the question does not ask for what the label names
+    (it asks for "website": then "Website: https://kon.foo/" is the answer)."""
+    m = _LABELLED.fullmatch(text.strip())
+    if m is None or not m.group(2).strip():
+        return False
+    if _ADDRESS.sub(" ", _LINK_LABEL.sub(" ", m.group(2))).strip(" ,;|.-"):
+        return False  # the value says something
+    return not all(t in weights for t in terms(m.group(1)))
 
 
 _BOLD_LINE = re.compile(r"(\*\*|__)[^*_]+\1[.:]?")  # a line that is one bold phrase

@@ -11,19 +11,20 @@ time:
   unit, and years, are ignored.
 
 Sides are counted per *source*: the note a statement cites (its first citation, heading dropped). A
-source's first value for a slot is its value. Copies of one source are one source: a sync-conflict
-copy ("Note (conflict 2024-01-02)", "Note.sync-conflict-...") counts as its original, and statements
-with the same words from different notes are one statement copied. A side is *about what the task
-asks* when the task names its note (every content word of the note's name, or of the cited heading, is
-in the task): when one side of a slot is, the sides from notes the task does not name are about
-something else (a plugin page's "Mobile compatible: Yes" on another plugin) and are left out; a ``key:
-value`` slot no side of which is named is no conflict at all (the "Website:" lines of two developers'
-notes, found for "what website does that developer list?", state each note's own property), and a value
-that is its note's own name ("Plugin ID: latex-ocr" in ``latex-ocr.md``) names the note. When two
-or more sources give a slot different values, that is a ``Conflict``: every side is kept with its
-subtask, node id, the statement and its citations. This is deliberately simple and errs towards
-missing a conflict rather than inventing one: the same quantity worded differently ("rest" vs
-"resting time") is not matched.
+source's first value for a slot is its value. Copies of one source are one source: a sync-conflict copy
+("Note (conflict 2024-01-02)", "Note.sync-conflict-...") counts as its original, and statements with the
+same words from different notes are one statement copied. A side is *about what the task asks* when the
+task names its note (every content word of the note's name, or of the cited heading, is in the task; of
+several, those named by the most words: "Simple Image Inserter" names its plugin's note, not another's
+heading "Image Inserter"): when one side of a slot is, the sides from notes the task does not name (as
+fully) are about something else (a plugin page's "Mobile compatible: Yes" on another plugin) and are left
+out; a ``key: value`` slot no side of which is named is no conflict at all (the "Website:" lines of two
+developers' notes, found for "what website does that developer list?", state each note's own property),
+and a value that is its note's own name ("Plugin ID: latex-ocr" in ``latex-ocr.md``) names the note. When
+two or more sources give a slot different values, that is a ``Conflict``: every side is kept with its
+subtask, node id, the statement and its citations. This is deliberately simple and errs towards missing a
+conflict rather than inventing one: the same quantity worded differently ("rest" vs "resting time") is not
+matched.
 
 ``drop_repeated_bullets`` keeps a report from saying the same thing twice: a list item whose words repeat
 an earlier one (near-identical, citations aside) is dropped.
@@ -209,6 +210,7 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
         task = " ".join(str(_field(child, "task") or "").split())
         asked = {stem(w) for w in _WORD.findall(task.lower())}
         fallback = _child_citations(child)
+        mine: list[list[Any]] = []  # this child's (named, side) pairs
         for statement, cites in _statements(answer):
             facts = []
             kv = _key_value(statement)
@@ -217,7 +219,7 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
             facts += [(*n, "number") for n in _numbers(statement)]
             cited = cites or fallback[:3]
             source = source_of(cited[0]) if cited else f"node:{node_id}"
-            named = bool(cited) and _names(asked, cited[0])
+            named = _names(asked, cited[0]) if cited else 0
             own_name = _same_words(source.rsplit("/", 1)[-1])
             for slot, label, value, kind in facts:
                 if kind == "key_value" and _same_words(value) == own_name:
@@ -225,7 +227,13 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
                 if value:
                     entry = slots.setdefault(slot, {"label": label, "kind": kind, "sides": []})
                     side = ConflictSide(node_id, task, value, statement, cited, source)
-                    entry["sides"].append((named, side))
+                    entry["sides"].append([named, side])
+                    mine.append(entry["sides"][-1])
+        # of the notes a child's task names, those it names most fully: "Simple Image Inserter" names
+        # simple-image-inserter.md, not the heading "Image Inserter" of another plugin's note
+        most = max((n for n, _ in mine), default=0)
+        for pair in mine:
+            pair[0] = bool(most) and pair[0] == most
     conflicts = []
     for slot in sorted(slots):
         entry = slots[slot]
@@ -246,14 +254,16 @@ def detect_conflicts(children: list[Any]) -> list[Conflict]:
     return conflicts[:MAX_CONFLICTS]
 
 
-def _names(asked: set[str], citation: str) -> bool:
-    """Whether a task whose word stems are ``asked`` names the note (or the heading) ``citation`` cites."""
+def _names(asked: set[str], citation: str) -> int:
+    """How many words of the name by which a task whose word stems are ``asked`` names the note (or the
+    heading) ``citation`` cites: 0 when the task names it by neither."""
     path, heading = _target(citation)
+    named = 0
     for name in (path.rsplit("/", 1)[-1], heading):
         words = [stem(w) for w in _WORD.findall(name.lower()) if w not in STOP_WORDS]
         if words and all(w in asked for w in words):
-            return True
-    return False
+            named = max(named, len(words))
+    return named
 
 
 def _same_words(statement: str) -> str:
