@@ -241,6 +241,16 @@ def test_a_label_with_only_an_identifier_or_an_address_names_a_thing_and_says_no
     ]
 
 
+def test_a_date_property_answers_only_a_question_that_asks_when() -> None:
+    items = [
+        ("Notes/Evergreen notes.md", "created: 2023-09-14\nEvergreen notes grow by small composable ideas."),
+    ]
+    how = [p.text for p in rank_passages("How are evergreen notes organized?", items)]
+    assert how == ["Evergreen notes grow by small composable ideas."]
+    when = [p.text for p in rank_passages("When was the evergreen notes note created?", items)]
+    assert "created: 2023-09-14" in when
+
+
 def test_a_web_address_property_answers_a_website_question() -> None:
     items = [
         ("References/Steph Ango.md", "categories: People\nurl: https://stephango.com/"),

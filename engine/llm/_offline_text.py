@@ -318,13 +318,14 @@ def rank_passages(
     # Chambers" of the album the query names; his note says "type: Musicians")
     wanted_terms = set(q_terms)
     orphans = {i for i in subject.linked if not any(wanted_terms & u[3] for u in units if u[0] == i)}
+    dated = bool(_DATED.search(query))
     ranked: list[Passage] = []
     for i, j, text, stems, local, links, heading, step, listed in units:
         if links and not any(t in local for t in q_terms):
             continue  # a list of links under a heading that does not name what the query asks for
         if (links or _BOLD_LINE.fullmatch(text)) and _says_nothing_new(text, weights):
             continue
-        if _names_only(text, weights):
+        if _names_only(text, weights, dated):
             continue
         gives = _gives(text, heading, wanted, defines, asked, step, listed)
         byline = "maker" in gives
@@ -373,6 +374,8 @@ def _says_nothing_new(text: str, weights: dict[str, float]) -> bool:
 # inside one name a thing, they do not say anything of it ("switches" is not in "carlrobert/double-switch").
 _ADDRESS = re.compile(r"\(?https?://[^\s)]*\)?|`[\w.]*[-_/][\w./-]*`")
 _LABELLED = re.compile(r"([^:`]{1,40}):\s*(.*)")
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?")
+_DATED = re.compile(r"\b(?:when|date|dated|year|day|month|how (?:old|long ago)|since)\b", re.I)
 # a link's label of several words, as written, "[Edit In GitHub](https://...)", or as displayed, "Edit In
 # GitHub (https://...)": what to click, not what the line says (a one-word label, "janisringli", is a name)
 _LINK_LABEL = re.compile(
@@ -380,15 +383,18 @@ _LINK_LABEL = re.compile(
 )
 
 
-def _names_only(text: str, weights: dict[str, float]) -> bool:
+def _names_only(text: str, weights: dict[str, float], dated: bool = False) -> bool:
     """Whether ``text`` is a label and only addresses or identifiers ("Plugin ID: `double-switch`", "This
-    note in GitHub: [Edit In GitHub](https://...)"), and the question does not ask for what the label names
-    (it asks for "website": then "Website: https://kon.foo/" is the answer)."""
+    note in GitHub: [Edit In GitHub](https://...)"), or only a date when the question does not ask when
+    (``dated``: "created: 2023-09-14" of a note on evergreen notes, for how notes are organised), and the
+    question does not ask for what the label names (it asks for "website": then "Website:
+    https://kon.foo/" is the answer; "When was it published?": "published: 2022-09-16")."""
     m = _LABELLED.fullmatch(text.strip())
     if m is None or not m.group(2).strip():
         return False
-    if _ADDRESS.sub(" ", _LINK_LABEL.sub(" ", m.group(2))).strip(" ,;|.-"):
-        return False  # the value says something
+    value = _ADDRESS.sub(" ", _LINK_LABEL.sub(" ", m.group(2))).strip(" ,;|.-")
+    if value and not (_DATE_ONLY.fullmatch(value) and not dated):
+        return False  # the value says something (a date, to a question that asks when)
     return not all(t in weights for t in terms(m.group(1)))
 
 
