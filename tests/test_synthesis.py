@@ -263,6 +263,9 @@ def test_a_note_the_task_names_in_part_is_about_something_else() -> None:
     )
     assert detect_conflicts([child("root", task, answer)]) == []
     # named as fully by both, the two notes do disagree
-    both = "- Mobile compatible: No [[Plugins/image-inserter]]\n- Mobile compatible: Yes [[Other/Image Inserter]]"
+    both = (
+        "- Mobile compatible: No [[Plugins/image-inserter]]\n"
+        "- Mobile compatible: Yes [[Other/Image Inserter]]"
+    )
     (c,) = detect_conflicts([child("root", task, both)])
     assert {s.value for s in c.sides} == {"no", "yes"}
