@@ -67,3 +67,6 @@ def test_a_head_word_said_once_belongs_to_every_side() -> None:
     assert found is not None and found.sides == ("light", "dark roasts") and found.head == "roasts"
     assert [found.named(s) for s in found.sides] == ["light roasts", "dark roasts"]
     assert Comparison(("A", "B")).named("A") == "A"
+    between = comparison("What is the difference between symmetric and asymmetric encryption?")
+    assert between is not None and between.head == "encryption"
+    assert between.named("symmetric") == "symmetric encryption"

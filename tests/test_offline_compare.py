@@ -23,7 +23,7 @@ def test_each_side_is_searched_without_the_other_sides_words() -> None:
     light, dark = compared_sides("Compare light and dark roasts for espresso")
     assert (light.query, light.names, light.aspect) == (
         "light roasts espresso",
-        ("light", "light roasts"),
+        ("light roasts",),
         ("espresso",),
     )
     assert dark.words == ("dark",)
@@ -78,3 +78,29 @@ def test_a_side_compared_on_an_aspect_is_quoted_from_a_passage_on_it_not_a_link_
     lines = out.splitlines()
     assert "[[Obsidian Sync/Security and privacy#Encryption]]" in lines[0]
     assert "[[Obsidian Publish/Security and privacy#Passwords]]" in lines[1]
+
+
+def test_a_side_said_before_a_shared_word_is_named_with_it_or_by_what_defines_it() -> None:
+    # "symmetric" alone titles a note on relations; "symmetric encryption" is the side
+    sym, asym = compared_sides("What is the difference between symmetric and asymmetric encryption?")
+    assert (sym.names, sym.bare, sym.head) == (("symmetric encryption",), "symmetric", ("encryption",))
+    assert (asym.names, asym.bare) == (("asymmetric encryption",), "")
+    context = [
+        _item("Math/Symmetric.md", None, "A relation is symmetric when a R b implies b R a."),
+        _item(
+            "Security/Symmetric Cryptography.md",
+            None,
+            "An encryption algorithm where one symmetric key encrypts and decrypts.",
+        ),
+    ]
+    out = answer(
+        {"task": "What is the difference between symmetric and asymmetric encryption?", "context": context}
+    )
+    assert out.splitlines()[0].endswith("[[Security/Symmetric Cryptography]]")
+    # "canvas and graph view": "view" was no shared word; what defines canvas answers for it
+    context = [
+        _item("Plugins/Canvas.md", "Advanced tips", "Watch the videos on canvas tips, 72 of them."),
+        _item("Plugins/Core plugins.md", None, "Canvas is a core plugin for visual note-taking."),
+    ]
+    out = answer({"task": "Compare canvas and graph view: what is each for?", "context": context})
+    assert out.splitlines()[0].startswith("- Canvas is a core plugin")

@@ -18,13 +18,14 @@ class _Searches:
         self.queries: list[str] = []
         self.bodies = bodies or {}
         self.read: list[str] = []
+        self.by_query: dict[str, list[dict[str, Any]]] = {}  # a query's own hits, else ``hits``
 
     def vaults(self) -> list[str]:
         return ["v"]
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         self.queries.append(query)
-        return self.hits[:limit]
+        return self.by_query.get(query, self.hits)[:limit]
 
     def read_note(self, path: str, vault: str | None = None) -> dict[str, Any]:
         self.read.append(path)
@@ -45,9 +46,13 @@ def _hit(path: str, passage: str, heading: str | None = None) -> dict[str, Any]:
 
 
 def _run(
-    task: str, hits: list[dict[str, Any]], bodies: dict[str, str] | None = None
+    task: str,
+    hits: list[dict[str, Any]],
+    bodies: dict[str, str] | None = None,
+    by_query: dict[str, list[dict[str, Any]]] | None = None,
 ) -> tuple[dict[str, Any], _Searches]:
     api = _Searches(hits, bodies)
+    api.by_query = by_query or {}
     scope: dict[str, Any] = {"obsidian": api}
     exec(compile(retrieval_script(task), "<offline script>", "exec"), scope)
     return scope["__result__"], api
@@ -159,7 +164,8 @@ def test_a_comparison_searches_each_side_and_opens_with_each_sides_own_note() ->
     bodies = {
         "Plugins/Canvas.md": "Canvas is a core plugin for visual note-taking.\n\n## Advanced tips\nVideos."
     }
-    result, api = _run(task, [*noise, tips, graph], bodies)
+    by_query = {"canvas view": [tips, *noise], "graph view": [graph, *noise]}
+    result, api = _run(task, [*noise, tips, graph], bodies, by_query)
     assert api.queries[2:] == ["canvas view", "graph view"]  # each side without the other's words
     assert "compare" not in api.queries[1]  # what asks for a comparison is not searched for
     opening = [(c["path"], c["heading"]) for c in result["context"]][:2]
@@ -192,3 +198,14 @@ def test_a_side_compared_on_an_aspect_gets_the_hit_whose_place_names_both() -> N
     )
     result, _ = _run(task, [*both, sync, publish])
     assert [c["path"] for c in result["context"][:2]] == [sync["path"], publish["path"]]
+
+
+def test_a_note_titled_by_a_side_without_its_shared_word_is_not_that_side() -> None:
+    task = "What is the difference between symmetric and asymmetric encryption?"
+    relation = _hit("Math/Symmetric.md", "A relation is symmetric when a R b implies b R a.")
+    crypto = dict(_hit("Security/Symmetric Cryptography.md", "One key encrypts and decrypts."), score=1.2)
+    noise = [_hit(f"Noise {i}.md", f"Symmetric and asymmetric noise {i}.") for i in range(LIMIT)]
+    by_query = {"symmetric encryption": [crypto, relation, *noise]}  # an alias names it whole
+    result, _ = _run(task, [relation, *noise, crypto], by_query=by_query)
+    assert result["context"][0]["path"] == "Security/Symmetric Cryptography.md"
+    assert result["context"][1]["path"] != "Math/Symmetric.md"

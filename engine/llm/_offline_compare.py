@@ -35,12 +35,20 @@ MIN_SIDE_WORDS = 5
 class Side:
     """One side of a comparison: ``query`` to search for it, the ``names`` a note about it is titled by
     (lower-cased), its own ``words`` (lower-cased, what sets it apart from the other sides), and the
-    ``aspect`` the clause compares the sides on (its words, lower-cased; none for "what is each for?")."""
+    ``aspect`` the clause compares the sides on (its words, lower-cased; none for "what is each for?").
+
+    A one-word side said before a head word ("symmetric and asymmetric *encryption*") is named with it
+    ("symmetric encryption"); alone (``bare``) it may name something else (the note *Symmetric* on
+    relations), or the thing itself when the head was no head ("canvas and graph *view*"): a note titled by
+    it counts only when the side's own search ranks it first (the script), or when a passage defines it
+    ("Canvas is ...", the answer)."""
 
     query: str
     names: tuple[str, ...]
     words: tuple[str, ...]
     aspect: tuple[str, ...]
+    bare: str = ""  # the side without the head word it shares ("symmetric" of "symmetric encryption")
+    head: tuple[str, ...] = ()  # the words of the head word the sides share
 
 
 def compared_sides(task: str) -> list[Side]:
@@ -63,8 +71,10 @@ def compared_sides(task: str) -> list[Side]:
         for k, side in enumerate(found.sides):
             others = {w for j, o in enumerate(own) if j != k for w in o}
             query = " ".join(w for w in asked if w not in others)
-            names = tuple(sorted({side.lower(), found.named(side).lower()}))
-            out.append(Side(query, names, tuple(own[k]), aspect))
+            named = found.named(side).lower()
+            bare = side.lower() if named != side.lower() else ""
+            head = tuple(parse_query(found.head).words())  # every side's, said once ("roasts")
+            out.append(Side(query, (named,), tuple(own[k]), aspect, bare, head))
         return out
     return []
 
@@ -94,12 +104,20 @@ def side_passages(
         mine, aspect = own_terms[k], set(terms(" ".join(side.aspect)))
         named = [i for i, item in enumerate(items) if item.first and _named(item.name, side.names)]
         pick = Passage(items[named[0]].first, named[0], 0, 0.0, ()) if named and not aspect else None
+        if pick is None and not aspect and side.bare:  # "Canvas is a core plugin ...": what it is
+            defines = re.compile(
+                rf"^(?:an?\s+|the\s+)?\W*{re.escape(side.bare)}\W*\s+(?:is|are|means)\b", re.I
+            )
+            pick = next((p for p in ranked if defines.match(p.text)), None)
+        needed = mine | set(terms(" ".join(side.head)))
         for p in ranked if pick is None else ():
             if len(_WORD.findall(p.text)) < MIN_SIDE_WORDS:  # a link's label, a heading: says nothing
                 continue
             said, label = set(terms(p.text)), set(terms(items[p.item].label))
-            about = (mine <= said or mine <= label) and (not aspect or bool(aspect & (said | label)))
-            if about and not (others & said) and not (others and others <= label):
+            about = needed <= said | label and (mine <= said or mine <= label)
+            on_aspect = not aspect or bool(aspect & (said | label))
+            # (under a heading that names another side, a passage is about that one)
+            if about and on_aspect and not (others & said) and not (others and others <= label):
                 pick = p
                 break
         if pick is not None and all(pick.text != q.text for q in out):

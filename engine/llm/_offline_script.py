@@ -183,7 +183,8 @@ def about(hit, words, others, aspect):
     where = " ".join([hit.get("heading") or "", hit["path"]]).lower()
     said = (hit.get("passage") or "").lower()
     on_aspect = not aspect or any(has(where + " " + said, [w]) for w in aspect)
-    return on_aspect and (has(where, words) or (has(said, words) and not any(has(said, [w]) for w in others)))
+    mixed = not any(has(said, [w]) for w in others) and not all(has(where, [w]) for w in others)
+    return on_aspect and has(where + " " + said, words) and (has(where, words) or mixed)
 
 
 def placed(key, words, aspect):
@@ -203,7 +204,8 @@ def heading_named(keys, names, most=5):  # in the notes the side's search ranked
     return None
 
 
-def side_hit(query, names, words, others, aspect):
+def side_hit(query, names, bare, own, head, others, aspect):
+    words = own + head
     used.append(query)
     found = []
     for rank, hit in enumerate(obsidian.search(query, limit=CANDIDATES)):
@@ -212,8 +214,8 @@ def side_hit(query, names, words, others, aspect):
             found.append(key)
             pool.setdefault(key, [hit, rank])
             held.setdefault(key, words_in(hit))
-        if rank == 0 and hit.get("score", 0) >= 1.0:  # the query is the note's title or an alias
-            names = names + [title_of(key[1])]
+        if rank == 0 and (hit.get("score", 0) >= 1.0 or title_of(key[1]) == bare):
+            names = names + [title_of(key[1])]  # named whole by the search (an alias), or first by it
     ranked = found + [key for key in sorted(pool, key=lambda key: -fit(key)) if key not in found]
     titled = [key for key in ranked if title_of(key[1]) in names and key[1].endswith(".md")]
     if titled:  # the note's opening (as a search gave it, when one did)
@@ -226,6 +228,8 @@ def side_hit(query, names, words, others, aspect):
     if headed[0] is not None:
         return headed[0]
     hit = next((pool[key][0] for key in ranked if placed(key, words, aspect)), None)
+    if hit is None and not aspect:  # the side's own search, first: a section headed by the side's words
+        hit = next((pool[key][0] for key in found[:1] if has((key[2] or "").lower(), own)), None)
     if hit is not None or any(about(h, words, others, aspect) for h in hits[:LIMIT]):
         return hit
     return next((pool[key][0] for key in ranked if about(pool[key][0], words, others, aspect)), None)
@@ -252,10 +256,21 @@ def _hints(hints: Any) -> list[str]:
     return []
 
 
-def _side_row(side: Side, sides: list[Side]) -> tuple[str, list[str], list[str], list[str], list[str]]:
-    """What the script knows of a side: its query, names and words, the other sides' words, the aspect's."""
+def _side_row(
+    side: Side, sides: list[Side]
+) -> tuple[str, list[str], str, list[str], list[str], list[str], list[str]]:
+    """What the script knows of a side: its query, names, bare name, own words and head word's words, the
+    other sides' words, the aspect's."""
     others = [w for other in sides if other is not side for w in other.words]
-    return side.query, list(side.names), list(side.words), others, list(side.aspect)
+    return (
+        side.query,
+        list(side.names),
+        side.bare,
+        list(side.words),
+        list(side.head),
+        others,
+        list(side.aspect),
+    )
 
 
 def retrieval_script(task: str, hints: Any = None) -> str:

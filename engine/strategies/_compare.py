@@ -4,8 +4,9 @@
 "Obsidian Publish" and the aspect "security and privacy". Sides are read around "versus", "vs",
 "compared to/with", "as opposed to", in "compare A with/to B", "between A and B", and in "compare A and B"
 (or "A, B and C": up to ``MAX_SIDES`` short sides, so that "compare the roasting and brewing choices that
-give better coffee" is not read as two sides). In "compare light and dark roasts" the last side's final
-word is what every side is (``head``: "roasts"): the sides differ by "light" and "dark".
+give better coffee" is not read as two sides). In "compare light and dark roasts" (or "between symmetric
+and asymmetric encryption") the last side's final word is what every side is (``head``: "roasts"): the
+sides differ by "light" and "dark".
 
 Coverage needs one supported claim per side; the offline provider searches for each side and quotes each.
 """
@@ -92,13 +93,16 @@ def _around(left: str, right: str) -> Comparison | None:
     return _checked(sides, " ".join(f"{lead} {aspect}".split())) if len(sides) == 2 else None
 
 
-def _checked(sides: list[str], aspect: str, head: str = "") -> Comparison | None:
+def _checked(sides: list[str], aspect: str) -> Comparison | None:
     """The comparison of ``sides``, or None when they are not things: a side that asks ("which desktop
     component" of "is compared to which desktop component?") or holds no word ("0" and "1")."""
     if not 2 <= len(sides) <= MAX_SIDES or any(
         _ASKING.match(s) or not re.search(r"[^\W\d_]", s) for s in sides
     ):
         return None
+    # "light and dark roasts": the one-word sides are kinds of what the last side names
+    last = sides[-1].split()
+    head = last[-1] if len(last) > 1 and all(len(s.split()) == 1 for s in sides[:-1]) else ""
     return Comparison(tuple(sides), aspect, head)
 
 
@@ -132,7 +136,4 @@ def _split_listed(body: str, ends: re.Pattern[str], start_first: bool) -> Compar
     if len(first) > 1 and len(last) > len(first) and first[0].lower() == last[0].lower():
         sides[-1] = " ".join(last[: len(first)])
         after = " ".join([*last[len(first) :], after])
-    # "light and dark roasts": the one-word sides are kinds of what the last side names
-    last = sides[-1].split()
-    head = last[-1] if len(last) > 1 and all(len(s.split()) == 1 for s in sides[:-1]) else ""
-    return _checked(sides, " ".join(f"{before} {after}".split()), head)
+    return _checked(sides, " ".join(f"{before} {after}".split()))
