@@ -84,7 +84,7 @@ def test_a_side_said_before_a_shared_word_is_named_with_it_or_by_what_defines_it
     # "symmetric" alone titles a note on relations; "symmetric encryption" is the side
     sym, asym = compared_sides("What is the difference between symmetric and asymmetric encryption?")
     assert (sym.names, sym.bare, sym.head) == (("symmetric encryption",), "symmetric", ("encryption",))
-    assert (asym.names, asym.bare) == (("asymmetric encryption",), "")
+    assert (asym.names, asym.bare) == (("asymmetric encryption",), "asymmetric")
     context = [
         _item("Math/Symmetric.md", None, "A relation is symmetric when a R b implies b R a."),
         _item(
@@ -104,3 +104,19 @@ def test_a_side_said_before_a_shared_word_is_named_with_it_or_by_what_defines_it
     ]
     out = answer({"task": "Compare canvas and graph view: what is each for?", "context": context})
     assert out.splitlines()[0].startswith("- Canvas is a core plugin")
+
+
+def test_a_section_headed_by_the_bare_side_in_a_note_about_the_shared_word_answers_for_it() -> None:
+    context = [
+        _item("Home.md", None, "Processing methods: washed, natural and honey coffees, and how they taste."),
+        _item(
+            "Beans/Processing methods.md",
+            "Natural",
+            "Also called dry process. Cherries dry whole in the sun.",
+        ),
+        _item("Beans/Processing methods.md", "Washed", "Also called wet process. The pulp is removed first."),
+    ]
+    out = answer({"task": "Compare washed and natural processing", "context": context})
+    lines = out.splitlines()
+    assert lines[0].endswith("[[Beans/Processing methods#Washed]]")
+    assert lines[1].endswith("[[Beans/Processing methods#Natural]]")

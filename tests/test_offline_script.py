@@ -209,3 +209,26 @@ def test_a_note_titled_by_a_side_without_its_shared_word_is_not_that_side() -> N
     result, _ = _run(task, [relation, *noise, crypto], by_query=by_query)
     assert result["context"][0]["path"] == "Security/Symmetric Cryptography.md"
     assert result["context"][1]["path"] != "Math/Symmetric.md"
+
+
+def test_the_note_a_task_names_gives_its_section_on_the_tasks_other_words() -> None:
+    task = "How do I set up Obsidian Sync on a new device?"
+    body = (
+        "You purchased Obsidian Sync.\n"
+        + "Long opening. " * 100
+        + "\n## Set up Obsidian Sync for the first time\nLog in.\n"
+        "### Create a new remote vault\nSelect Create.\n"
+        "## Sync a remote vault on another device\n1. Open Sync."
+    )
+    named = _hit("Obsidian Sync/Set up Obsidian Sync.md", "You purchased Obsidian Sync.")
+    noise = [_hit(f"Noise {i}.md", f"Set up Obsidian Sync on a new device {i}.") for i in range(LIMIT)]
+    result, api = _run(task, [*noise, named], {"Obsidian Sync/Set up Obsidian Sync.md": body})
+    first = [(c["path"], c["heading"]) for c in result["context"][:2]]
+    # the noun of "a new device" decides between two headings that hold one word each; a section the
+    # opening (its first SECTION_CHARS) holds already is not added again
+    assert first == [
+        ("Obsidian Sync/Set up Obsidian Sync.md", None),
+        ("Obsidian Sync/Set up Obsidian Sync.md", "Sync a remote vault on another device"),
+    ]
+    assert result["context"][1]["text"].endswith("1. Open Sync.")
+    assert api.read == ["Obsidian Sync/Set up Obsidian Sync.md"]  # read once

@@ -72,7 +72,8 @@ def compared_sides(task: str) -> list[Side]:
             others = {w for j, o in enumerate(own) if j != k for w in o}
             query = " ".join(w for w in asked if w not in others)
             named = found.named(side).lower()
-            bare = side.lower() if named != side.lower() else ""
+            # the side without the shared word: "symmetric" of "symmetric", "natural" of "natural processing"
+            bare = named.removesuffix(f" {found.head.lower()}") if found.head else ""
             head = tuple(parse_query(found.head).words())  # every side's, said once ("roasts")
             out.append(Side(query, (named,), tuple(own[k]), aspect, bare, head))
         return out
@@ -102,7 +103,18 @@ def side_passages(
     for k, side in enumerate(sides):
         others = set().union(*(t for j, t in enumerate(own_terms) if j != k))
         mine, aspect = own_terms[k], set(terms(" ".join(side.aspect)))
-        named = [i for i, item in enumerate(items) if item.first and _named(item.name, side.names)]
+        # (or named by the bare side, when the item's place holds the shared word: "Washed" in
+        # "Beans/Processing methods.md" for "washed processing", not the note "Math/Symmetric")
+        head = set(terms(" ".join(side.head)))
+        named = [
+            i
+            for i, item in enumerate(items)
+            if item.first
+            and (
+                _named(item.name, side.names)
+                or (side.bare and item.name == side.bare and head <= set(terms(item.label)))
+            )
+        ]
         pick = Passage(items[named[0]].first, named[0], 0, 0.0, ()) if named and not aspect else None
         if pick is None and not aspect and side.bare:  # "Canvas is a core plugin ...": what it is
             defines = re.compile(

@@ -105,6 +105,26 @@ named = [key for key in pool if key[1].endswith(".md") and names_task(key[1])][:
 )[:1]
 if named and not any(k[1] == named[0][1] and (k[2] or "").lower() in ("", title_of(k[1])) for k in chosen):
     hits.insert(0, {{"vault": named[0][0], "path": named[0][1], "heading": None, "passage": ""}})
+# ... then its section headed by most of the task's other words, of two the one with the later word (a
+# phrase's noun: "## Sync a remote vault on another device" of "Set up Obsidian Sync" for "... on a new
+# device", not "### Create a new remote vault")
+rest = [w for w in WORDS if w not in title_of(named[0][1])] if named else []
+notes = {{}}
+try:
+    if rest:
+        notes[named[0][0], named[0][1]] = obsidian.read_note(named[0][1], vault=named[0][0])
+    heads = notes[named[0][0], named[0][1]].get("headings") or [] if rest else []
+except Exception:
+    heads = []
+held_by = {{  # (of the sections the opening, its first SECTION_CHARS, does not hold already)
+    h["text"]: [i for i, w in enumerate(rest) if STARTS[w].search(h["text"].lower())]
+    for h in heads
+    if h.get("offset", 0) >= SECTION_CHARS
+}}
+held_by = {{text: (len(at), at[-1]) for text, at in held_by.items() if at}}
+best = max(held_by, key=held_by.get, default=None)
+if best and all((h["path"], h.get("heading")) != (named[0][1], best) for h in hits):
+    hits.insert(1, {{"vault": named[0][0], "path": named[0][1], "heading": best, "passage": ""}})
 
 
 {sides_block}
@@ -126,7 +146,6 @@ def section(note, heading):
     return body[start:end].strip()[:SECTION_CHARS]
 
 
-notes = {{}}
 context = []
 citations = []
 for hit in hits[:LIMIT]:
@@ -223,8 +242,10 @@ def side_hit(query, names, bare, own, head, others, aspect):
         if opened:
             return pool[opened[0]][0]
         return {{"vault": titled[0][0], "path": titled[0][1], "heading": None, "passage": ""}}
-    headed = [pool[key][0] for key in ranked if (key[2] or "").lower() in names]
-    headed = headed or [heading_named(found, names)]
+    # (a section headed by the bare side, "## Washed", in a note the side's own search found)
+    heads = names + ([bare] if bare else [])
+    headed = [pool[key][0] for key in ranked if (key[2] or "").lower() in (heads if key in found else names)]
+    headed = headed or [heading_named(found, heads)]
     if headed[0] is not None:
         return headed[0]
     hit = next((pool[key][0] for key in ranked if placed(key, words, aspect)), None)
