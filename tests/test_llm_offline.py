@@ -691,9 +691,27 @@ def test_a_list_of_links_under_a_heading_that_names_them_is_the_answer() -> None
     context = [{"text": text, "citation": "[[Geography/Tectonic Plate#Plate Boundaries]]"}]
     answer = _complete("answer", {"task": "Which plate boundaries are listed?", "context": context}).text
     quoted = [q for q, _ in _lines(answer)]
-    assert "Divergent Margin" in quoted and "Transform Margins" in quoted
-    assert "Mantle" not in quoted and "Antarctic Plate" not in quoted  # their headings name no query word
+    assert quoted[0] == "Divergent Margin; Transform Margins"  # the list headed by the kind asked, whole
+    assert "Mantle" not in quoted and "Antarctic Plate" not in quoted  # "Plates" is not "plate boundaries"
     assert passages(text) == ["Plates that can shift."]  # quoted alone, link lists still say nothing
+
+
+def test_list_every_thing_of_a_kind_quotes_the_whole_list_of_that_kind() -> None:
+    """ "List every plugin made by pjeby" had quoted three of the five plugins his note lists."""
+    text = (
+        "# PJ Eby\n- GitHub: pjeby\n## Author of\n### Plugins\n- [[tag-wrangler|Tag Wrangler]]\n"
+        "- [[note-folder-autorename|Note Folder Autorename]]\n- [[pane-relief|Pane Relief]]\n"
+        "- [[hotkey-helper|Hotkey Helper]]\n- [[quick-explorer|Quick Explorer]]\n"
+        "### Theme judges\n- Stephan Ango, author of the Minimal theme\n- SlRvb, author of the ITS Theme\n"
+    )
+    context = [{"text": text, "citation": "[[People/pjeby]]"}]
+    for task in ("List every plugin made by pjeby", "Which plugins has pjeby released?"):
+        quoted = [q for q, _ in _lines(_complete("answer", {"task": task, "context": context}).text)]
+        assert "Tag Wrangler; Note Folder Autorename; Pane Relief; Hotkey Helper; Quick Explorer" in quoted
+    # a list under a heading that is more than the kind asked ("Theme judges") is quoted item by item
+    task = "Which themes has pjeby judged?"
+    quoted = [q for q, _ in _lines(_complete("answer", {"task": task, "context": context}).text)]
+    assert not any(";" in q for q in quoted)
 
 
 def test_what_kind_of_thing_is_asked_for_is_answered_by_the_section_of_that_kind() -> None:

@@ -3,7 +3,7 @@ numbers, for "how do I ..." questions."""
 
 from __future__ import annotations
 
-from engine.llm._procedure import MAX_STEPS, procedure
+from engine.llm._procedure import MAX_LISTED, MAX_STEPS, listed_items, procedure
 
 RELEASE = """# Releasing
 I use GitHub actions to automate this. My workflow looks like this:
@@ -51,3 +51,13 @@ def test_a_long_procedure_is_cut() -> None:
     around = procedure(text, "Step number 20.")  # the steps around the one asked about
     assert len(around) == MAX_STEPS and "20. Step number 20." in around
     assert procedure(text, "Step number 39.")[-1] == "39. Step number 39."
+
+
+def test_a_bulleted_list_is_given_whole_top_level_items_in_order() -> None:
+    text = "### Plugins\n- [[tag-wrangler|Tag Wrangler]]\n  - nested note\n- [[pane-relief|Pane Relief]]\n"
+    text += "\nProse.\n"
+    assert listed_items(text, "Pane Relief") == ["Tag Wrangler", "Pane Relief"]
+    assert listed_items(text, "Prose.") == [] and listed_items("- only one\n", "only one") == []
+    assert listed_items("1. a step\n2. another\n", "a step") == []  # numbered: a procedure, not a list
+    long = "\n".join(f"- item {i}" for i in range(40))
+    assert len(listed_items(long, "item 3")) == MAX_LISTED

@@ -13,6 +13,8 @@ from ._offline_subject import subject_items
 from ._offline_text import (
     Passage,
     as_text,
+    asked_kinds,
+    asked_nouns,
     clip,
     norm_key,
     properties,
@@ -23,7 +25,7 @@ from ._offline_text import (
     with_antecedent,
 )
 from ._offline_units import quotable_units
-from ._procedure import procedure
+from ._procedure import listed_items, procedure
 
 __all__ = ["MAX_PASSAGES", "MIN_COVERAGE", "NOTHING_FOUND", "answer"]
 
@@ -89,11 +91,20 @@ def answer(inputs: dict[str, Any]) -> str:
     # long") when none of those is one: "How long should I rest beans, and why?" asks for both.
     unanswered = wanted_answers(task or goal)
 
+    kinds, nouns = asked_kinds(task or goal), asked_nouns(task or goal)
+
     def take(p: Passage) -> bool:
         nonlocal count
         # a step of a numbered list, for a "how do I" question: the whole procedure, in order
         steps = procedure(items[p.item]["text"], p.text) if "steps" in p.gives else []
-        quoted = " ".join(steps) if steps else p.text
+        # an item of a list under a heading that names what is asked ("### Plugins" for "which plugins"):
+        # the whole list, in order
+        listed = (
+            listed_items(items[p.item]["text"], p.text)
+            if _is_kind(p, items, kinds, nouns) and not steps
+            else []
+        )
+        quoted = " ".join(steps) if steps else "; ".join(listed) if listed else p.text
         key = norm_key(quoted)
         if not key or any(_repeats(key, k) for k in keys) or per_item.get(p.item, 0) >= MAX_PER_ITEM:
             return False
@@ -101,7 +112,7 @@ def answer(inputs: dict[str, Any]) -> str:
         if p.text.startswith("|") and not table:
             return False  # a table's header line (or a stray pipe line) says nothing on its own
         keys.append(key)
-        per_item[p.item] = per_item.get(p.item, 0) + 1
+        per_item[p.item] = per_item.get(p.item, 0) + max(1, len(listed))  # a list counts its items
         count += 1
         uncovered.difference_update(p.matched)
         unanswered.difference_update(p.gives)
@@ -110,7 +121,8 @@ def answer(inputs: dict[str, Any]) -> str:
                 chosen.append(p.item)
             rows.setdefault(p.item, []).append(p.text)
         else:
-            text = clip(quoted, PROCEDURE_CHARS) if steps else _owner(items[p.item], p.text) + clip(p.text)
+            whole = steps or listed
+            text = clip(quoted, PROCEDURE_CHARS) if whole else _owner(items[p.item], p.text) + clip(p.text)
             chosen.append(f"- {text} {items[p.item]['citation']}")
         return True
 
@@ -136,6 +148,18 @@ def answer(inputs: dict[str, Any]) -> str:
     if not chosen:
         return f"{NOTHING_FOUND}: none of the {len(items)} retrieved passage(s) mention its key terms."
     return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
+
+
+def _is_kind(p: Passage, items: list[dict[str, str]], kinds: frozenset[str], nouns: frozenset[str]) -> bool:
+    """Whether ``p`` is an item of a list headed by the very kind of thing the question asks for ("###
+    Plugins" for "which plugins"; not "Theme judges" for "which themes", whose items are judges, nor
+    "Plates" for "which plate boundaries": the heading holds the kind's noun and no other word)."""
+    if "listed" not in p.gives:
+        return False
+    units = quotable_units(items[p.item]["text"])
+    heading = units[p.index][1] if p.index < len(units) else ""
+    named = set(terms(heading))
+    return bool(named) and named <= kinds and bool(named & nouns)
 
 
 def _side_item(item: dict[str, str]) -> SideItem:

@@ -27,6 +27,8 @@ __all__ = [
     "Passage",
     "answer_weight",
     "as_text",
+    "asked_kinds",
+    "asked_nouns",
     "display_text",
     "estimate_tokens",
     "passages",
@@ -68,7 +70,9 @@ _WHY = re.compile(r"\bwhy\b|\bwhat (?:causes|makes)\b|\bfor what reason\b", re.I
 # follow a word that narrows it ("Which Obsidian theme is ...?"): both words are taken.
 _ASKED_KIND = re.compile(
     rf"\b(?:what|which)\s+(?!(?:{AUXILIARIES}|kind|type|sort|one|ones|of)\b)([a-z][a-z-]{{2,}})\b"
-    rf"(?:\s+(?!(?:{AUXILIARIES})\b)([a-z][a-z-]{{2,}})\b)?",
+    rf"(?:\s+(?!(?:{AUXILIARIES})\b)([a-z][a-z-]{{2,}})\b)?"
+    # "List every plugin made by pjeby", "Name all the themes ...": the kind, as an instruction
+    r"|^\s*(?:list|name)\s+(?:all\s+(?:of\s+)?(?:the\s+)?|every\s+|each\s+|the\s+)?(?!of\b)([a-z][a-z-]{2,})\b",
     re.I,
 )
 # "Where does the total show up?", "Where do we go to report a bug?": a place is asked for (not "choosing
@@ -214,6 +218,25 @@ def wanted_answers(query: str) -> set[str]:
     return kinds | ({"definition"} if _definition_pattern(query) else set())
 
 
+def asked_nouns(query: str) -> frozenset[str]:
+    """Stems of the last word of each kind ``query`` asks for: "boundaries" of "which plate boundaries"."""
+    return frozenset(
+        stem(words[-1].lower())
+        for m in _ASKED_KIND.finditer(query)
+        if (words := [w for w in m.groups() if w and w.lower() not in STOP_WORDS])
+    )
+
+
+def asked_kinds(query: str) -> frozenset[str]:
+    """Stems of the kind of thing ``query`` asks for ("Which *plugins* ...?", "List every *theme* ...")."""
+    return frozenset(
+        stem(word.lower())
+        for m in _ASKED_KIND.finditer(query)
+        for word in m.groups()
+        if word and word.lower() not in STOP_WORDS
+    )
+
+
 def _gives(
     text: str,
     heading: str,
@@ -304,12 +327,7 @@ def rank_passages(
     # A byline answers the question's own "wrote" / "developed": it holds those words, in effect.
     maker_terms = [t for t in terms(maker.group(0)) if t in weights] if maker else []
     defines = _definition_pattern(query)
-    asked = frozenset(
-        stem(word.lower())
-        for m in _ASKED_KIND.finditer(query)
-        for word in m.groups()
-        if word and word.lower() not in STOP_WORDS
-    )
+    asked = asked_kinds(query)
     pointed = pointed_terms(query) if referents else frozenset()
     if pointed:
         labels = [label | pointed if i in referents else label - pointed for i, label in enumerate(labels)]
