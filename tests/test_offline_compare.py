@@ -120,3 +120,24 @@ def test_a_section_headed_by_the_bare_side_in_a_note_about_the_shared_word_answe
     lines = out.splitlines()
     assert lines[0].endswith("[[Beans/Processing methods#Washed]]")
     assert lines[1].endswith("[[Beans/Processing methods#Natural]]")
+
+
+def test_a_side_is_what_its_note_says_first_in_a_sentence_not_in_its_fields() -> None:
+    """The hub names a plugin's note by its id and shows its name as the first heading; its first lines
+    are a template's fields."""
+    text = (
+        "# Tasks\n\nPlugin ID: `obsidian-tasks-plugin`\nDeveloped by: schemar\n"
+        "Links: GitHub repository (https://github.com/x/y) or Open in Obsidian\n\n"
+        "Task management for Obsidian.\n"
+    )
+    context = [
+        _item(
+            "Plugins/dataview.md", None, "# Dataview\n\nPlugin ID: `dataview`\n\nComplex data views for all."
+        ),
+        _item("Plugins/obsidian-tasks-plugin.md", None, text),
+    ]
+    out = answer({"task": "Compare Dataview and Tasks", "context": context})
+    assert out.splitlines()[:2] == [
+        "- Complex data views for all. [[Plugins/dataview]]",
+        "- Task management for Obsidian. [[Plugins/obsidian-tasks-plugin]]",
+    ]

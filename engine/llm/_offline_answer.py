@@ -4,6 +4,7 @@ answer they lack), each quoted as written and followed by its item's citation ex
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..strategies import stage_subject
@@ -33,6 +34,8 @@ MAX_PASSAGES = 6
 MAX_GAP_PASSAGES = 2  # more passages, each for a question word the first ones lack
 MAX_PER_ITEM = 3
 MIN_REPEAT_WORDS = 4  # a shorter passage held whole by a longer one repeats it from this many words
+MIN_FIRST_WORDS = 4  # the first passage of a side's own note: a sentence, not a name
+_FIELD = re.compile(r"[^:\n]{1,40}:\s")  # "Developed by: pjeby", "description: ...": a field, not a sentence
 PROCEDURE_CHARS = 1000  # a procedure quoted whole (``_procedure``) is clipped at this length
 MIN_COVERAGE = 0.15  # a quoted passage (with its heading) holds at least this share of the task's terms
 NOTHING_FOUND = "The vault context holds nothing that answers this subtask"
@@ -164,11 +167,20 @@ def _is_kind(p: Passage, items: list[dict[str, str]], kinds: frozenset[str], nou
 
 def _side_item(item: dict[str, str]) -> SideItem:
     """What a comparison's sides are matched against (``side_passages``): a section is named by its
-    heading, a note's opening by the note's title; its first passage is its first that is not a property."""
+    heading, a note's opening by the note's title; its first passage is its first sentence of its own: not
+    a property nor a field of a template ("Plugin ID: `dataview`", "Links: ..."), not a title of a few
+    words."""
     name = item["heading"] or item["path"].rsplit("/", 1)[-1].removesuffix(".md")
-    props = properties(item["text"])
-    first = next((unit for unit, *_ in quotable_units(item["text"]) if unit not in props), "")
-    return SideItem(item["label"], name.lower(), first)
+    first = next(
+        (
+            unit
+            for unit, *_ in quotable_units(item["text"])
+            if not _FIELD.match(unit) and len(unit.split()) >= MIN_FIRST_WORDS
+        ),
+        "",
+    )
+    heads = [h for _, h, *_ in quotable_units(item["text"])[:3] if h] if not item["heading"] else []
+    return SideItem(item["label"], name.lower(), first, heads[0].lower() if heads else "")
 
 
 def _repeats(key: str, other: str) -> bool:

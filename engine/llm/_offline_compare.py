@@ -89,6 +89,7 @@ class SideItem:
     label: str
     name: str
     first: str
+    shown: str = ""  # the title its text shows (its first heading: "# Tasks" of obsidian-tasks-plugin.md)
 
 
 def side_passages(
@@ -112,6 +113,7 @@ def side_passages(
             if item.first
             and (
                 _named(item.name, side.names)
+                or (item.shown and _named(item.shown, side.names))
                 or (side.bare and item.name == side.bare and head <= set(terms(item.label)))
             )
         ]
