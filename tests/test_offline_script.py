@@ -181,8 +181,9 @@ def test_a_side_without_a_note_of_its_own_gets_the_section_headed_by_it() -> Non
     )
     views = _hit("Views.md", "Views and modes.")
     noise = [_hit(f"Noise {i}.md", f"Switch between Live Preview and Source mode {i}.") for i in range(LIMIT)]
-    result, _ = _run(task, [views, *noise], {"Views.md": body})
+    result, api = _run(task, [views, *noise], {"Views.md": body})
     first = [(c["path"], c["heading"], c["text"]) for c in result["context"][:2]]
+    assert api.read == ["Views.md"]  # read once for both sides' headings and both sections
     assert first == [
         ("Views.md", "Live Preview", "### Live Preview\nLive Preview hides syntax."),
         ("Views.md", "Source mode", "### Source mode\nSource mode shows it all."),

@@ -211,12 +211,13 @@ def placed(key, words, aspect):
     return bool(aspect) and has(where, words) and any(has(where, [w]) for w in aspect)
 
 
-def heading_named(keys, names, most=5):  # in the notes the side's search ranked highest
+def heading_named(keys, names, most=5):  # in the notes the side's search ranked highest (read once)
     for vault, path in list(dict.fromkeys((k[0], k[1]) for k in keys))[:most]:
         try:
-            note = obsidian.read_note(path, vault=vault)
+            note = notes[vault, path] if (vault, path) in notes else obsidian.read_note(path, vault=vault)
         except Exception:
             continue
+        notes[vault, path] = note
         for h in note.get("headings") or []:
             if h["text"].lower() in names:
                 return {{"vault": vault, "path": path, "heading": h["text"], "passage": ""}}
