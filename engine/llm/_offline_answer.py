@@ -95,6 +95,12 @@ def answer(inputs: dict[str, Any]) -> str:
     unanswered = wanted_answers(task or goal)
 
     kinds, nouns = asked_kinds(task or goal), asked_nouns(task or goal)
+    split: dict[int, list[tuple[str, str, bool, bool, bool]]] = {}
+
+    def units_of(k: int) -> list[tuple[str, str, bool, bool, bool]]:  # an item's units, split once
+        if k not in split:
+            split[k] = quotable_units(items[k]["text"])
+        return split[k]
 
     def take(p: Passage) -> bool:
         nonlocal count
@@ -104,7 +110,7 @@ def answer(inputs: dict[str, Any]) -> str:
         # the whole list, in order
         listed = (
             listed_items(items[p.item]["text"], p.text)
-            if _is_kind(p, items, kinds, nouns) and not steps
+            if _is_kind(p, units_of(p.item), kinds, nouns) and not steps
             else []
         )
         quoted = " ".join(steps) if steps else "; ".join(listed) if listed else p.text
@@ -132,7 +138,7 @@ def answer(inputs: dict[str, Any]) -> str:
     # A comparison: each side answered first, from its own note ("what is each for?": the note's opening)
     sides = compared_sides(task or goal)
     if sides:
-        for p in side_passages(sides, ranked, [_side_item(i) for i in items]):
+        for p in side_passages(sides, ranked, [_side_item(i, units_of(k)) for k, i in enumerate(items)]):
             take(p)
     for p in ranked:
         filling_gaps = count >= MAX_PASSAGES
@@ -153,33 +159,30 @@ def answer(inputs: dict[str, Any]) -> str:
     return _join([c if isinstance(c, str) else _table(items[c], rows[c]) for c in chosen])
 
 
-def _is_kind(p: Passage, items: list[dict[str, str]], kinds: frozenset[str], nouns: frozenset[str]) -> bool:
+def _is_kind(
+    p: Passage, units: list[tuple[str, str, bool, bool, bool]], kinds: frozenset[str], nouns: frozenset[str]
+) -> bool:
     """Whether ``p`` is an item of a list headed by the very kind of thing the question asks for ("###
     Plugins" for "which plugins"; not "Theme judges" for "which themes", whose items are judges, nor
     "Plates" for "which plate boundaries": the heading holds the kind's noun and no other word)."""
     if "listed" not in p.gives:
         return False
-    units = quotable_units(items[p.item]["text"])
     heading = units[p.index][1] if p.index < len(units) else ""
     named = set(terms(heading))
     return bool(named) and named <= kinds and bool(named & nouns)
 
 
-def _side_item(item: dict[str, str]) -> SideItem:
+def _side_item(item: dict[str, str], units: list[tuple[str, str, bool, bool, bool]]) -> SideItem:
     """What a comparison's sides are matched against (``side_passages``): a section is named by its
     heading, a note's opening by the note's title; its first passage is its first sentence of its own: not
     a property nor a field of a template ("Plugin ID: `dataview`", "Links: ..."), not a title of a few
     words."""
     name = item["heading"] or item["path"].rsplit("/", 1)[-1].removesuffix(".md")
     first = next(
-        (
-            unit
-            for unit, *_ in quotable_units(item["text"])
-            if not _FIELD.match(unit) and len(unit.split()) >= MIN_FIRST_WORDS
-        ),
+        (unit for unit, *_ in units if not _FIELD.match(unit) and len(unit.split()) >= MIN_FIRST_WORDS),
         "",
     )
-    heads = [h for _, h, *_ in quotable_units(item["text"])[:3] if h] if not item["heading"] else []
+    heads = [h for _, h, *_ in units[:3] if h] if not item["heading"] else []
     return SideItem(item["label"], name.lower(), first, heads[0].lower() if heads else "")
 
 
